@@ -1,0 +1,346 @@
+// Package waiters is the waiter hub: it multiplexes every blocked Lock call
+// of one client onto one pub/sub connection, reference-counted per channel,
+// and turns unlock messages into wake-ups.
+//
+// A Lock call that must wait joins the channel of its lock. The first
+// waiter of a channel subscribes; the last one to leave unsubscribes. Every
+// waiter gets a signal once the server has confirmed the subscription (so
+// it can retry knowing no later unlock can be missed), and after a
+// reconnect (messages may have been lost in the gap). An unlock message
+// ("0") wakes the longest-waiting waiter of the channel that has no wake-up
+// pending, so one release costs one retry per client rather than one per
+// waiter; a read-unlock message ("1") wakes them all. Pub/sub is only a
+// hint: callers still bound every wait by the lock's remaining TTL.
+package waiters
+
+import (
+	"context"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Subscriber opens pub/sub connections. Every go-redis v9 client has it.
+type Subscriber interface {
+	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
+}
+
+// Hub is the per-client waiter hub. The zero value is not usable; use New.
+type Hub struct {
+	rdb Subscriber
+	// perChannel: one pub/sub connection per channel instead of one per
+	// hub. Needed for *redis.Ring, which shards channels like keys and
+	// cannot open a connection without a channel.
+	perChannel bool
+
+	// subMu serialises SUBSCRIBE/UNSUBSCRIBE writes with the bookkeeping
+	// that numbers them, so acknowledgements are matched in order.
+	subMu sync.Mutex
+
+	mu     sync.Mutex
+	closed bool
+	conns  map[string]*conn   // by connKey
+	topics map[string]*topic  // by channel
+	acks   map[string]*ackSeq // by channel
+	wg     sync.WaitGroup     // reader goroutines
+}
+
+type conn struct {
+	ps   *redis.PubSub
+	refs int // topics using it
+}
+
+// ackSeq numbers the SUBSCRIBE commands sent for one channel and the
+// confirmations received, so a topic is confirmed by its own SUBSCRIBE and
+// not by the late acknowledgement of an earlier one.
+type ackSeq struct{ sent, acked int }
+
+type topic struct {
+	channel   string
+	seq       int // ackSeq.sent value of this topic's SUBSCRIBE
+	confirmed bool
+	waiters   []*Waiter // in join order
+}
+
+// Waiter is one blocked caller's membership in a channel. Receive from C to
+// wait for a wake-up; call Leave exactly once when done.
+type Waiter struct {
+	// C receives a value when the waiter should retry: the subscription was
+	// confirmed or re-established, or an unlock message arrived. It never
+	// closes.
+	C     chan struct{}
+	hub   *Hub
+	topic *topic
+}
+
+// New returns a hub that opens its pub/sub connections through rdb. It does
+// no I/O; the first Join opens the connection.
+func New(rdb Subscriber) *Hub {
+	_, ring := rdb.(*redis.Ring)
+	return &Hub{
+		rdb:        rdb,
+		perChannel: ring,
+		conns:      make(map[string]*conn),
+		topics:     make(map[string]*topic),
+		acks:       make(map[string]*ackSeq),
+	}
+}
+
+func (h *Hub) connKey(channel string) string {
+	if h.perChannel {
+		return channel
+	}
+	return ""
+}
+
+// Join registers a waiter on channel, subscribing when it is the channel's
+// first waiter. The waiter's C gets a signal once the subscription is
+// confirmed. A failed SUBSCRIBE write is not fatal: go-redis subscribes
+// again when it reconnects, and callers bound their waits by the lock's
+// TTL. Join reports false, and registers nothing, when the hub is closed.
+func (h *Hub) Join(ctx context.Context, channel string) (*Waiter, bool) {
+	w := &Waiter{C: make(chan struct{}, 1), hub: h}
+
+	// Fast path: the topic exists, so its subscription is live or on its way.
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil, false
+	}
+	if t := h.topics[channel]; t != nil {
+		w.topic = t
+		t.waiters = append(t.waiters, w)
+		h.mu.Unlock()
+		return w, true
+	}
+	h.mu.Unlock()
+
+	h.subMu.Lock()
+	defer h.subMu.Unlock()
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil, false
+	}
+	if t := h.topics[channel]; t != nil { // created while we waited for subMu
+		w.topic = t
+		t.waiters = append(t.waiters, w)
+		h.mu.Unlock()
+		return w, true
+	}
+	a := h.acks[channel]
+	if a == nil {
+		a = &ackSeq{}
+		h.acks[channel] = a
+	}
+	a.sent++
+	t := &topic{channel: channel, seq: a.sent, waiters: []*Waiter{w}}
+	w.topic = t
+	h.topics[channel] = t
+	c, subscribed := h.connLocked(ctx, channel)
+	c.refs++
+	h.mu.Unlock()
+
+	if !subscribed {
+		_ = c.ps.Subscribe(ctx, channel) // see the doc comment: not fatal
+	}
+	return w, true
+}
+
+// connLocked returns the connection for channel, opening it and starting
+// its reader. It reports whether opening it already subscribed channel.
+// h.mu must be held.
+func (h *Hub) connLocked(ctx context.Context, channel string) (c *conn, subscribed bool) {
+	key := h.connKey(channel)
+	if c := h.conns[key]; c != nil {
+		return c, false
+	}
+	var ps *redis.PubSub
+	if h.perChannel {
+		// Ring needs a channel to pick a shard, so its connection is opened
+		// subscribed (with I/O; Ring is the rare case).
+		ps = h.rdb.Subscribe(context.WithoutCancel(ctx), channel)
+		subscribed = true
+	} else { // no I/O: go-redis dials when the reader starts
+		ps = h.rdb.Subscribe(context.WithoutCancel(ctx))
+	}
+	c = &conn{ps: ps}
+	h.conns[key] = c
+	msgs := ps.ChannelWithSubscriptions(redis.WithChannelSize(1024))
+	h.wg.Add(1)
+	go h.read(msgs)
+	return c, subscribed
+}
+
+func (h *Hub) read(msgs <-chan any) {
+	defer h.wg.Done()
+	for m := range msgs {
+		switch m := m.(type) {
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				h.subscribed(m.Channel)
+			}
+		case *redis.Message:
+			h.message(m.Channel, m.Payload)
+		}
+	}
+}
+
+func (h *Hub) subscribed(channel string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	a := h.acks[channel]
+	if a == nil {
+		return
+	}
+	a.acked = min(a.acked+1, a.sent)
+	t := h.topics[channel]
+	if t == nil {
+		if a.acked == a.sent {
+			delete(h.acks, channel)
+		}
+		return
+	}
+	if !t.confirmed && a.acked < t.seq {
+		return // an acknowledgement of an earlier topic's SUBSCRIBE
+	}
+	// First confirmation, or a resubscription after a reconnect: either
+	// way every waiter must retry now.
+	t.confirmed = true
+	for _, w := range t.waiters {
+		w.signal()
+	}
+}
+
+func (h *Hub) message(channel, payload string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.topics[channel]
+	if t == nil {
+		return
+	}
+	if payload == "1" { // read-lock release: every waiter may proceed
+		for _, w := range t.waiters {
+			w.signal()
+		}
+		return
+	}
+	t.wakeOne(nil)
+}
+
+// wakeOne signals the longest-waiting waiter other than skip that has no
+// signal pending. It reports whether one was signalled.
+func (t *topic) wakeOne(skip *Waiter) bool {
+	for _, w := range t.waiters {
+		if w != skip && w.signal() {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *Waiter) signal() bool {
+	select {
+	case w.C <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// Confirmed reports whether the waiter's subscription has been confirmed by
+// the server.
+func (w *Waiter) Confirmed() bool {
+	w.hub.mu.Lock()
+	defer w.hub.mu.Unlock()
+	return w.topic.confirmed
+}
+
+// Leave removes the waiter from its channel. A wake-up it received but did
+// not consume is passed to the next waiter, so a waiter that gives up never
+// swallows a release meant for someone. The last waiter of a channel
+// unsubscribes.
+func (w *Waiter) Leave(ctx context.Context) {
+	h := w.hub
+	h.mu.Lock()
+	t := w.topic
+	for i, x := range t.waiters {
+		if x == w {
+			t.waiters = append(t.waiters[:i], t.waiters[i+1:]...)
+			break
+		}
+	}
+	select {
+	case <-w.C:
+		t.wakeOne(w)
+	default:
+	}
+	last := len(t.waiters) == 0 && !h.closed
+	h.mu.Unlock()
+	if !last {
+		return
+	}
+
+	h.subMu.Lock()
+	defer h.subMu.Unlock()
+	h.mu.Lock()
+	if len(t.waiters) > 0 || h.topics[t.channel] != t || h.closed {
+		h.mu.Unlock()
+		return
+	}
+	delete(h.topics, t.channel)
+	if a := h.acks[t.channel]; a != nil && a.acked == a.sent {
+		delete(h.acks, t.channel)
+	}
+	key := h.connKey(t.channel)
+	c := h.conns[key]
+	c.refs--
+	closeConn := h.perChannel && c.refs == 0
+	if closeConn {
+		delete(h.conns, key)
+	}
+	h.mu.Unlock()
+
+	if closeConn {
+		_ = c.ps.Close()
+		return
+	}
+	_ = c.ps.Unsubscribe(context.WithoutCancel(ctx), t.channel)
+}
+
+// Stats describes the hub's state, for tests and operators.
+type Stats struct {
+	Connections int // open pub/sub connections
+	Channels    int // channels with at least one waiter
+	Waiters     int // registered waiters
+}
+
+// Stats returns a snapshot of the hub's state.
+func (h *Hub) Stats() Stats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := Stats{Connections: len(h.conns), Channels: len(h.topics)}
+	for _, t := range h.topics {
+		s.Waiters += len(t.waiters)
+	}
+	return s
+}
+
+// Close closes every pub/sub connection and waits for the readers to stop.
+// Waiters still registered get no further signals; their callers' waits
+// end by their own timers or contexts. Close is idempotent.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	conns := h.conns
+	h.conns = map[string]*conn{}
+	h.mu.Unlock()
+	for _, c := range conns {
+		_ = c.ps.Close()
+	}
+	h.wg.Wait()
+}

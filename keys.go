@@ -1,0 +1,49 @@
+package rlock
+
+import (
+	"fmt"
+	"strings"
+)
+
+// MaxNameLen is the longest lock name rlock accepts.
+const MaxNameLen = 1024
+
+// Redis key and channel prefixes. They match Redisson's byte for byte, so a
+// Java service on Redisson and a Go service on rlock can share a lock.
+const (
+	ChannelPrefix = "redisson_lock__channel" // unlock notifications
+	LatchPrefix   = "redisson_unlock_latch"  // replay protection for releases
+	QueuePrefix   = "redisson_lock_queue"    // fair lock: waiting owners, FIFO
+	TimeoutPrefix = "redisson_lock_timeout"  // fair lock: waiter deadlines
+	TokenPrefix   = "redisson_lock_token"    // fencing token counter
+)
+
+// UnlockMessage is the payload published on a lock's channel when it is
+// released or force-unlocked.
+const UnlockMessage = "0"
+
+// ValidateName reports whether name is usable as a lock name: non-empty and
+// at most MaxNameLen bytes. The name itself is the Redis key of the lock hash.
+func ValidateName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty lock name", ErrInvalidArgument)
+	case len(name) > MaxNameLen:
+		return fmt.Errorf("%w: lock name is %d bytes, more than %d", ErrInvalidArgument, len(name), MaxNameLen)
+	}
+	return nil
+}
+
+// DerivedKey returns the key or channel that belongs to lock name under
+// prefix, following the Redis Cluster hash-tag rule: "prefix:{name}", or
+// "prefix:name" when the name already contains "{" (the user's own hash tag
+// then governs). Either way it lands in the same hash slot as name itself.
+func DerivedKey(prefix, name string) string {
+	if strings.Contains(name, "{") {
+		return prefix + ":" + name
+	}
+	return prefix + ":{" + name + "}"
+}
+
+// Channel returns the unlock channel of lock name.
+func Channel(name string) string { return DerivedKey(ChannelPrefix, name) }

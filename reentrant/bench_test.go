@@ -1,0 +1,158 @@
+package reentrant_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlock-go/rlock/internal/redistest"
+	"github.com/rlock-go/rlock/reentrant"
+)
+
+// countHook counts the commands a go-redis client sends (one per round
+// trip for these benchmarks: no pipelines are used).
+type countHook struct{ n atomic.Int64 }
+
+func (h *countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+func benchBackends(b *testing.B, fn func(b *testing.B, be *redistest.Backend)) {
+	b.Run("miniredis", func(b *testing.B) { fn(b, redistest.Mini(b)) })
+	b.Run("redis", func(b *testing.B) { fn(b, redistest.Real(b)) })
+}
+
+// serverCalls sums INFO commandstats calls of the lock commands (scripts
+// and anything they are retried as); -1 on miniredis, which has no stats.
+func serverCalls(b *testing.B, be *redistest.Backend, rdb *redis.Client) int64 {
+	if !be.IsReal() {
+		return -1
+	}
+	var n int64
+	for cmd, calls := range redistest.CommandStats(b, rdb) {
+		if strings.HasPrefix(cmd, "eval") {
+			n += calls
+		}
+	}
+	return n
+}
+
+// BenchmarkUncontended: one goroutine, lock+unlock on one key. Goal: 2 round
+// trips per lock+unlock (reported as roundtrips/op).
+func BenchmarkUncontended(b *testing.B) {
+	benchBackends(b, func(b *testing.B, be *redistest.Backend) {
+		ctx := context.Background()
+		rdb := be.NewClient(b)
+		hook := &countHook{}
+		rdb.AddHook(hook)
+		c, err := reentrant.NewClient(rdb)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		l, _ := reentrant.New(c, redistest.Name(b))
+		if err := l.Lock(ctx); err != nil { // load scripts
+			b.Fatal(err)
+		}
+		_ = l.Unlock(ctx)
+		hook.n.Store(0)
+		b.ResetTimer()
+		for b.Loop() {
+			if err := l.Lock(ctx); err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Unlock(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(hook.n.Load())/float64(b.N), "roundtrips/op")
+	})
+}
+
+// BenchmarkContended: 16 goroutines over 4 clients on one key, a 100 us
+// critical section. Reports grants/s, Redis commands per grant (client
+// side, and server side from INFO commandstats on real Redis) and the share
+// of grants that went to another goroutine than the previous holder.
+func BenchmarkContended(b *testing.B) {
+	benchBackends(b, func(b *testing.B, be *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(b)
+		hook := &countHook{}
+		clients := make([]*reentrant.Client, 4)
+		for i := range clients {
+			rdb := be.NewClient(b)
+			rdb.AddHook(hook)
+			c, err := reentrant.NewClient(rdb)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			clients[i] = c
+		}
+		stats := be.NewClient(b)
+		var grants, handoffs atomic.Int64
+		var last atomic.Int64
+		before := serverCalls(b, be, stats)
+		hook.n.Store(0)
+		start := time.Now()
+		b.ResetTimer()
+		var wg sync.WaitGroup
+		var remaining atomic.Int64
+		remaining.Store(int64(b.N))
+		for g := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				l, _ := reentrant.New(clients[g%4], name)
+				for remaining.Add(-1) >= 0 {
+					if err := l.Lock(ctx); err != nil {
+						b.Error(err)
+						return
+					}
+					if last.Swap(int64(g)) != int64(g) {
+						handoffs.Add(1)
+					}
+					grants.Add(1)
+					spin(100 * time.Microsecond)
+					if err := l.Unlock(ctx); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		b.StopTimer()
+		elapsed := time.Since(start)
+		g := float64(grants.Load())
+		b.ReportMetric(g/elapsed.Seconds(), "grants/s")
+		b.ReportMetric(float64(hook.n.Load())/g, "cmds/grant")
+		b.ReportMetric(float64(handoffs.Load())/g, "handoff-share")
+		if after := serverCalls(b, be, stats); after >= 0 {
+			b.ReportMetric(float64(after-before)/g, "server-cmds/grant")
+		}
+	})
+}
+
+// spin keeps the goroutine busy for d, like real work (a sleep would hand
+// the CPU to the waiters and flatter the numbers).
+func spin(d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+	}
+}
+

@@ -1,0 +1,57 @@
+// Package reentrant implements Redisson's RLock for Go: a reentrant
+// distributed lock on Redis with leases, watchdog renewal and waits woken
+// by pub/sub, sharing its data layout with Redisson so Java and Go services
+// can share locks.
+//
+// # Client and handles
+//
+// A Client wraps any go-redis v9 client (standalone, cluster, failover,
+// ring). It owns the client ID, one pub/sub connection shared by every
+// blocked Lock call (reference-counted per lock channel), and one watchdog
+// that renews every lock it holds in batches. New returns a cheap handle
+// on one lock name; neither constructor does I/O.
+//
+//	c, err := reentrant.NewClient(rdb)
+//	...
+//	defer c.Close()
+//	l, err := reentrant.New(c, "orders:42")
+//	...
+//	if err := l.Lock(ctx); err != nil {
+//		return err // ctx ended, client closed, or a Redis error
+//	}
+//	defer l.Unlock(ctx)
+//
+// # Owners and reentrancy
+//
+// Reentrancy is by owner, never by goroutine. By default the owner is the
+// handle: the handle that holds the lock re-enters it, any other handle is
+// another owner. rlock.WithOwner carries an explicit owner in the context,
+// so nested code that builds its own handle re-enters. Every owner field is
+// "<clientID>:<ownerID>", as Redisson writes "<clientID>:<threadID>".
+//
+// # Leases and the watchdog
+//
+// With WithLease, each acquisition sets the lease and nothing renews it. By
+// default (watchdog mode) the lease is 30 s and the client's watchdog renews
+// it every 10 s while held. When the watchdog finds the lock gone, or the
+// lease has certainly run out while Redis was unreachable, it tells the
+// holder: the handle's Done channel closes and Err wraps rlock.ErrLockLost.
+//
+// # Cancellation
+//
+// Lock waits until acquired or its context ends; TryLock makes one attempt
+// and reports rlock.ErrNotObtained when another owner holds the lock. A
+// context that ends is reported as its own error, never as ErrNotObtained;
+// an attempt already sent is allowed to finish, and a hold it obtained
+// after the context ended is released before Lock returns. Unlock and
+// ForceUnlock run to completion even with a cancelled context.
+//
+// # Exactly-once effects
+//
+// go-redis re-sends a command whose reply was lost (MaxRetries, 3 by
+// default), so a script can run twice. Each owner's operations on a lock
+// are serialised in the client and carry the hold count the client last
+// saw; the scripts recognise a re-sent acquire or release by it, and a
+// last release leaves a short-lived latch keyed by its request ID. A
+// re-sent operation therefore changes the hold count once.
+package reentrant
