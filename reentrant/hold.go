@@ -81,6 +81,13 @@ func (c *Client) putHold(h *hold) {
 	}
 }
 
+// holding reports whether the owner held the lock as of the last reply.
+func (h *hold) holding() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.count > 0
+}
+
 func (h *hold) lostLocked() bool {
 	ep := h.ep.Load()
 	return ep != nil && ep.ended()

@@ -147,6 +147,23 @@ func (h *Hub) Join(ctx context.Context, channel string) (*Waiter, bool) {
 	return w, true
 }
 
+// JoinBehind registers a waiter on channel only if the channel already has
+// confirmed waiters; otherwise it returns nil and registers nothing. A
+// caller that joins this way queues behind the client's other waiters
+// without trying the lock first: the release that wakes them is published
+// on a live subscription, and wake-ups go to the longest waiter first.
+func (h *Hub) JoinBehind(channel string) *Waiter {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.topics[channel]
+	if h.closed || t == nil || !t.confirmed || len(t.waiters) == 0 {
+		return nil
+	}
+	w := &Waiter{C: make(chan struct{}, 1), hub: h, topic: t}
+	t.waiters = append(t.waiters, w)
+	return w
+}
+
 // connLocked returns the connection for channel, opening it and starting
 // its reader. It reports whether opening it already subscribed channel.
 // h.mu must be held.

@@ -1,0 +1,110 @@
+package reentrant_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlock-go/rlock/internal/redistest"
+	"github.com/rlock-go/rlock/reentrant"
+)
+
+// TestLocalWaitersGrantedInArrivalOrder: the waiters of one client queue
+// behind each other, so grants go round them in arrival order.
+func TestLocalWaitersGrantedInArrivalOrder(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		holder := newLock(t, newClient(t, b), name)
+		require.NoError(t, holder.Lock(ctx))
+
+		c := newClient(t, b)
+		const n = 8
+		order := make(chan int, n)
+		errs := make(chan error, n)
+		for i := range n {
+			l := newLock(t, c, name)
+			go func() {
+				if err := l.Lock(ctx); err != nil {
+					errs <- err
+					return
+				}
+				order <- i
+				errs <- l.Unlock(ctx)
+			}()
+			require.Eventually(t, func() bool { return c.Waiters().Waiters == i+1 }, 5*time.Second, time.Millisecond)
+		}
+		require.NoError(t, holder.Unlock(ctx))
+		for i := range n {
+			require.NoError(t, <-errs)
+			require.Equal(t, i, <-order)
+		}
+	})
+}
+
+// TestWaitersSurviveLostSubscription: the pub/sub connection is cut while
+// goroutines wait on a lock with a 30 s lease; go-redis resubscribes, the
+// hub makes every waiter retry, and each still gets the lock long before
+// the lease would have bounded its wait.
+func TestWaitersSurviveLostSubscription(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		name := redistest.Name(t)
+		holder := newLock(t, newClient(t, b), name)
+		require.NoError(t, holder.Lock(ctx))
+
+		proxy := redistest.NewProxy(t, b.Addr)
+		c := clientOn(t, b.NewClient(t, func(o *redis.Options) { o.Addr = proxy.Addr() }))
+		const n = 5
+		errs := make(chan error, n)
+		for range n {
+			l := newLock(t, c, name)
+			go func() {
+				err := l.Lock(ctx)
+				if err == nil {
+					err = l.Unlock(ctx)
+				}
+				errs <- err
+			}()
+		}
+		require.Eventually(t, func() bool { return c.Waiters().Waiters == n }, 5*time.Second, time.Millisecond)
+		proxy.ResetAll() // every connection of the waiters' client, pub/sub included
+		require.NoError(t, holder.Unlock(ctx))
+		for range n {
+			require.NoError(t, <-errs)
+		}
+	})
+}
+
+// TestManyWaitersManyLocks: waiters on many locks share one subscription
+// connection and all get their lock.
+func TestManyWaitersManyLocks(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		base := redistest.Name(t)
+		clients := []*reentrant.Client{newClient(t, b), newClient(t, b)}
+		const locks, perLock = 20, 10
+		errs := make(chan error, locks*perLock)
+		for i := range locks * perLock {
+			l := newLock(t, clients[i%2], base+":"+string(rune('A'+i%locks)))
+			go func() {
+				err := l.Lock(ctx)
+				if err == nil {
+					err = l.Unlock(ctx)
+				}
+				errs <- err
+			}()
+		}
+		for range locks * perLock {
+			require.NoError(t, <-errs)
+		}
+		for _, c := range clients {
+			require.LessOrEqual(t, c.Waiters().Connections, 1)
+		}
+	})
+}
