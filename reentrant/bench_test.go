@@ -155,4 +155,3 @@ func spin(d time.Duration) {
 	for end := time.Now().Add(d); time.Now().Before(end); {
 	}
 }
-
