@@ -75,11 +75,14 @@ func WithWatchdog(opts ...watchdog.Option) ClientOption {
 
 // WithReplayWindow sets how long a release is remembered so that a copy of
 // it re-sent by the Redis client (after a lost reply) is answered as the
-// original was instead of as "not held". The default is derived from the
-// go-redis client's options: (MaxRetries+1) × (DialTimeout + ReadTimeout +
-// WriteTimeout + MaxRetryBackoff), between 1 s and 5 min; 60 s when the
-// options cannot be read. Only the reply depends on it: a late copy never
-// changes lock state a second time. It must be positive.
+// original was instead of as "not held". Each last release (and each force
+// unlock) leaves one small key for this long. The default is derived from
+// the go-redis client's options, as the longest a re-sent copy can follow
+// the original: MaxRetries × (MaxRetryBackoff + DialTimeout + WriteTimeout
+// + ReadTimeout), between 1 s and 5 min (34.5 s for go-redis defaults); 60
+// s when the options cannot be read. Only the reply depends on it: a copy
+// arriving later still never changes lock state a second time, it is just
+// answered ErrNotHeld. It must be positive.
 func WithReplayWindow(d time.Duration) ClientOption {
 	return func(c *clientConfig) error {
 		if d <= 0 {
@@ -189,7 +192,7 @@ func replayWindow(rdb rlock.Redis) time.Duration {
 		}
 		return d
 	}
-	w := time.Duration(max(retries, 0)+1) * (pos(dial) + pos(read) + pos(write) + max(backoff, 0))
+	w := time.Duration(max(retries, 0)) * (pos(dial) + pos(read) + pos(write) + max(backoff, 0))
 	return min(max(w, time.Second), 5*time.Minute)
 }
 

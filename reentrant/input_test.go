@@ -152,6 +152,7 @@ func TestOnePubSubConnectionPerClient(t *testing.T) {
 		for range locks * perLock {
 			require.NoError(t, <-got)
 		}
-		require.Equal(t, reentrant.WaiterStats{Connections: 1}, c.Waiters(), "channels unsubscribed by the last waiter")
+		require.Eventually(t, func() bool { return c.Waiters() == reentrant.WaiterStats{Connections: 1} }, 5*time.Second, time.Millisecond,
+			"channels unsubscribed by the last waiter")
 	})
 }

@@ -149,7 +149,7 @@ func (l *Lock) lock(ctx context.Context, wait bool) error {
 			return rlock.ErrClosed
 		}
 	}
-	defer w.Leave(ctx)
+	defer w.Leave()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {

@@ -19,6 +19,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// RequireEnv, when set (CI sets it), turns a missing redis-server into a
+// test failure instead of a skip.
+const RequireEnv = "RLOCK_REQUIRE_REDIS"
+
 // SkipMessage is the reason given to t.Skip when redis-server is not
 // installed.
 const SkipMessage = "redis-server not found on PATH: install it (apt-get install redis-server) to run the real-Redis tests"
@@ -69,6 +73,9 @@ func StartServer(t testing.TB, extraArgs ...string) *Server {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
+		if os.Getenv(RequireEnv) != "" {
+			t.Fatalf("redistest: %s is set but %s", RequireEnv, SkipMessage)
+		}
 		t.Skip(SkipMessage)
 	}
 	dir := t.TempDir()

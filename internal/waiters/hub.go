@@ -16,6 +16,7 @@ package waiters
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -276,8 +277,8 @@ func (w *Waiter) Confirmed() bool {
 // Leave removes the waiter from its channel. A wake-up it received but did
 // not consume is passed to the next waiter, so a waiter that gives up never
 // swallows a release meant for someone. The last waiter of a channel
-// unsubscribes.
-func (w *Waiter) Leave(ctx context.Context) {
+// unsubscribes, in the background.
+func (w *Waiter) Leave() {
 	h := w.hub
 	h.mu.Lock()
 	t := w.topic
@@ -292,12 +293,22 @@ func (w *Waiter) Leave(ctx context.Context) {
 		t.wakeOne(w)
 	default:
 	}
-	last := len(t.waiters) == 0 && !h.closed
-	h.mu.Unlock()
-	if !last {
-		return
+	if len(t.waiters) == 0 && !h.closed {
+		// Unsubscribe in the background: with the connection down it may
+		// wait for a reconnect, and a caller that got its lock or gave up
+		// must not wait for that.
+		h.wg.Add(1)
+		go h.unsubscribe(t)
 	}
+	h.mu.Unlock()
+}
 
+// unsubscribe drops t's subscription if t is still the channel's topic and
+// nobody joined it meanwhile. Join and unsubscribe are serialised by subMu,
+// so a new topic for the channel is subscribed after this UNSUBSCRIBE, or
+// this finds the topic replaced and leaves it alone.
+func (h *Hub) unsubscribe(t *topic) {
+	defer h.wg.Done()
 	h.subMu.Lock()
 	defer h.subMu.Unlock()
 	h.mu.Lock()
@@ -322,7 +333,9 @@ func (w *Waiter) Leave(ctx context.Context) {
 		_ = c.ps.Close()
 		return
 	}
-	_ = c.ps.Unsubscribe(context.WithoutCancel(ctx), t.channel)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = c.ps.Unsubscribe(ctx, t.channel)
 }
 
 // Stats describes the hub's state, for tests and operators.

@@ -1,0 +1,119 @@
+package waiters_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/rlock-go/rlock/internal/redistest"
+	"github.com/rlock-go/rlock/internal/waiters"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func signalled(w *waiters.Waiter) bool {
+	select {
+	case <-w.C:
+		return true
+	case <-time.After(5 * time.Second):
+		return false
+	}
+}
+
+func quiet(w *waiters.Waiter) bool {
+	select {
+	case <-w.C:
+		return false
+	default:
+		return true
+	}
+}
+
+func TestHub(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		rdb := b.NewClient(t)
+		h := waiters.New(rdb)
+		defer h.Close()
+		ch := redistest.Name(t)
+		require.Nil(t, h.JoinBehind(ch), "nobody waits yet")
+
+		w1, ok := h.Join(ctx, ch)
+		require.True(t, ok)
+		require.True(t, signalled(w1), "signalled once the subscription is confirmed")
+		require.True(t, w1.Confirmed())
+		w2 := h.JoinBehind(ch)
+		require.NotNil(t, w2)
+		require.True(t, quiet(w2), "joining a live subscription is not a wake-up")
+		require.Equal(t, waiters.Stats{Connections: 1, Channels: 1, Waiters: 2}, h.Stats())
+
+		publish := func(msg string) { require.NoError(t, rdb.Publish(ctx, ch, msg).Err()) }
+		publish("0")
+		require.True(t, signalled(w1), "an unlock wakes the longest waiter")
+		require.True(t, quiet(w2))
+		publish("0")
+		require.True(t, signalled(w1), "again: w1 had no wake-up pending")
+
+		// A waiter that leaves with a wake-up pending passes it on.
+		publish("0")
+		require.Eventually(t, func() bool { return len(w1.C) == 1 }, 5*time.Second, time.Millisecond)
+		w1.Leave()
+		require.True(t, signalled(w2))
+
+		w3, ok := h.Join(ctx, ch)
+		require.True(t, ok)
+		publish("1") // a read-unlock wakes everyone
+		require.True(t, signalled(w2))
+		require.True(t, signalled(w3))
+
+		w2.Leave()
+		w3.Leave()
+		require.Eventually(t, func() bool { return h.Stats() == waiters.Stats{Connections: 1} }, 5*time.Second, time.Millisecond,
+			"the last waiter unsubscribes")
+		if b.IsReal() {
+			require.Eventually(t, func() bool {
+				n, err := rdb.PubSubNumSub(ctx, ch).Result()
+				return err == nil && n[ch] == 0
+			}, 5*time.Second, time.Millisecond)
+		}
+
+		// Subscribe again at once: confirmed by its own acknowledgement.
+		w4, ok := h.Join(ctx, ch)
+		require.True(t, ok)
+		require.True(t, signalled(w4))
+		w4.Leave()
+
+		h.Close()
+		_, ok = h.Join(ctx, ch)
+		require.False(t, ok, "closed")
+	})
+}
+
+func TestRingOpensOneConnectionPerChannel(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": b.Addr}})
+		defer ring.Close()
+		h := waiters.New(ring)
+		defer h.Close()
+		base := redistest.Name(t)
+		w1, ok := h.Join(ctx, base+":1")
+		require.True(t, ok)
+		w2, ok := h.Join(ctx, base+":2")
+		require.True(t, ok)
+		require.True(t, signalled(w1))
+		require.True(t, signalled(w2))
+		require.Equal(t, 2, h.Stats().Connections)
+		require.NoError(t, ring.Publish(ctx, base+":2", "0").Err())
+		require.True(t, signalled(w2))
+		w1.Leave()
+		w2.Leave()
+		require.Eventually(t, func() bool { return h.Stats().Connections == 0 }, 5*time.Second, time.Millisecond)
+	})
+}

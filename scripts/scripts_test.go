@@ -1,0 +1,29 @@
+package scripts_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/rlock-go/rlock/internal/redistest"
+	"github.com/rlock-go/rlock/scripts"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// Every script compiles on both servers and is addressed by its SHA1.
+func TestScriptsLoad(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		rdb := b.NewClient(t)
+		for _, s := range scripts.All() {
+			sha, err := s.Load(ctx, rdb).Result()
+			require.NoError(t, err)
+			require.Equal(t, s.Hash(), sha)
+		}
+	})
+}
