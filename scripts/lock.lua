@@ -10,6 +10,11 @@
 -- The client serialises one owner's operations on one lock, so when the
 -- stored count is one more than the client's count, this request has
 -- already been applied: it is answered again without a second increment.
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('HSET', KEYS[1], ARGV[2], 1)
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  return {1, 1}
+end
 local held = tonumber(redis.call('HGET', KEYS[1], ARGV[2]) or '0') or 0
 if held > 0 then
   if held ~= tonumber(ARGV[3]) + 1 then
@@ -17,10 +22,5 @@ if held > 0 then
   end
   redis.call('PEXPIRE', KEYS[1], ARGV[1])
   return {1, held}
-end
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  redis.call('HSET', KEYS[1], ARGV[2], 1)
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  return {1, 1}
 end
 return {0, redis.call('PTTL', KEYS[1])}

@@ -14,15 +14,19 @@
 -- Replays are answered without a second effect: the last release leaves a
 -- short-lived latch keyed by the request, and a decrement that already ran
 -- shows as a stored count one below the client's count.
-if redis.call('EXISTS', KEYS[3]) == 1 then
-  return {1, 0}
-end
 local held = tonumber(redis.call('HGET', KEYS[1], ARGV[2]) or '0') or 0
 if held <= 0 then
+  if redis.call('EXISTS', KEYS[3]) == 1 then
+    return {1, 0} -- this request released the lock already
+  end
   return {-1, 0}
 end
-if held ~= tonumber(ARGV[3]) - 1 then
+if held == tonumber(ARGV[3]) - 1 then
+  -- this request's decrement already ran
+elseif held > 1 then
   held = redis.call('HINCRBY', KEYS[1], ARGV[2], -1)
+else
+  held = 0
 end
 if held > 0 then
   redis.call('PEXPIRE', KEYS[1], ARGV[1])
