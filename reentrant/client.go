@@ -35,6 +35,8 @@ type Client struct {
 	handles  atomic.Uint64 // default owner IDs
 	requests atomic.Uint64 // request IDs
 
+	bg sync.WaitGroup // attempts finishing after their caller's ctx ended
+
 	mu    sync.Mutex
 	holds map[holdKey]*hold
 }
@@ -210,17 +212,20 @@ type WaiterStats = waiters.Stats
 // connections, subscribed channels and blocked Lock calls.
 func (c *Client) Waiters() WaiterStats { return c.hub.Stats() }
 
-// Close stops the watchdog and closes the pub/sub connection. Blocked Lock
-// calls return ErrClosed; every lock still held by this client is reported
+// Close stops the watchdog and closes the pub/sub connection. It first
+// waits for acquire attempts still finishing in the background after their
+// caller's context ended (each bounded by the Redis client's timeouts).
+// Blocked Lock calls return ErrClosed; every lock still held by this client is reported
 // lost (its Done channel closes, its Err wraps ErrLockLost and ErrClosed),
 // since nothing renews it any more: it expires when its lease runs out.
-// Close does no I/O and does not close the go-redis client. It is
+// Close sends nothing itself and does not close the go-redis client. It is
 // idempotent and returns nil.
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
 	close(c.closing)
+	c.bg.Wait() // bounded by the Redis client's timeouts
 	c.wd.Close()
 	c.hub.Close()
 	c.mu.Lock()

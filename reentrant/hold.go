@@ -68,6 +68,13 @@ func (c *Client) holdFor(name, field string) *hold {
 	return h
 }
 
+// retain counts one more user of h, which the caller already uses.
+func (c *Client) retain(h *hold) {
+	c.mu.Lock()
+	h.refs++
+	c.mu.Unlock()
+}
+
 // putHold ends the caller's use of h and forgets h once nobody uses it and
 // the owner holds nothing (or its holding period ended in loss).
 func (c *Client) putHold(h *hold) {

@@ -103,10 +103,10 @@ func (l *Lock) Owner(ctx context.Context) (string, error) { return l.field(ctx) 
 // its remaining TTL has passed, or at the latest every max-poll interval
 // for a lock without expiry.
 //
-// When ctx ends first, Lock returns an error wrapping ctx's error
-// (context.Canceled or context.DeadlineExceeded) and the owner holds
-// nothing more than before: an attempt already sent is allowed to finish,
-// and a hold it obtained is released again. It returns ErrClosed if the
+// When ctx ends first, Lock returns at once with an error wrapping ctx's
+// error (context.Canceled or context.DeadlineExceeded), and the owner ends
+// up holding nothing more than before: an attempt already sent finishes in
+// the background and releases the hold again if it was granted. It returns ErrClosed if the
 // client is closed, and Redis errors as they are (never as acquired).
 func (l *Lock) Lock(ctx context.Context) error { return l.lock(ctx, true) }
 
@@ -181,17 +181,45 @@ const acquired time.Duration = -1 << 63
 
 // attempt runs the acquire script once for h's owner. It returns acquired,
 // or the lock's remaining TTL when another owner holds it (negative when
-// the lock has no expiry). A hold granted after ctx ended is released
-// again and ctx's error returned.
+// the lock has no expiry).
+//
+// An attempt is never abandoned, since its outcome must be known: when ctx
+// ends first, attempt returns ctx's error at once and the attempt finishes
+// in the background, releasing the hold again if it was granted.
 func (l *Lock) attempt(ctx context.Context, h *hold) (time.Duration, error) {
+	if ctx.Done() == nil { // cannot end: no need for a goroutine
+		return l.attemptLocked(ctx, h)
+	}
+	type result struct {
+		ttl time.Duration
+		err error
+	}
+	done := make(chan result, 1)
+	l.c.retain(h)
+	l.c.bg.Add(1)
+	go func() {
+		defer l.c.bg.Done()
+		defer l.c.putHold(h)
+		ttl, err := l.attemptLocked(ctx, h)
+		done <- result{ttl, err}
+	}()
+	select {
+	case r := <-done:
+		return r.ttl, r.err
+	case <-ctx.Done():
+		return 0, l.ctxErr(ctx)
+	}
+}
+
+// attemptLocked is attempt, run to the end whatever ctx does. A hold
+// granted after ctx ended is released again and ctx's error returned.
+func (l *Lock) attemptLocked(ctx context.Context, h *hold) (time.Duration, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	lease, watchdogMode := l.lease, l.lease == 0
 	if watchdogMode {
 		lease = l.c.wd.LeaseDuration()
 	}
-	// The attempt is not abandoned when ctx ends: its outcome must be known
-	// so that a grant can be released again.
 	sent := time.Now()
 	res, err := scripts.Lock.Run(context.WithoutCancel(ctx), l.c.rdb, []string{l.name},
 		lease.Milliseconds(), h.key.field, h.count).Int64Slice()
@@ -202,6 +230,10 @@ func (l *Lock) attempt(ctx context.Context, h *hold) (time.Duration, error) {
 		return 0, fmt.Errorf("%w: acquire script replied %v", rlock.ErrUnexpectedReply, res)
 	}
 	if res[0] == 0 {
+		if h.count > 0 { // the owner believed it held the lock: it was lost
+			h.count = 0
+			h.stopRenewal(fmt.Errorf("%w: %q was no longer held at re-entry", rlock.ErrLockLost, l.name))
+		}
 		return time.Duration(res[1]) * time.Millisecond, nil
 	}
 

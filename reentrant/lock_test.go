@@ -433,11 +433,25 @@ func TestGrantAfterDeadlineIsReleased(t *testing.T) {
 		require.NoError(t, l.TryLock(ctx)) // loads the scripts
 		require.NoError(t, l.Unlock(ctx))
 
+		direct := b.NewClient(t)
+		sub := direct.Subscribe(ctx, rlock.Channel(name))
+		defer sub.Close()
+		_, err := sub.Receive(ctx)
+		require.NoError(t, err)
+
 		proxy.SetLatency(100 * time.Millisecond)
 		dctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		defer cancel()
-		err := l.TryLock(dctx) // the grant arrives after the deadline
+		start := time.Now()
+		err = l.TryLock(dctx) // the script runs and grants after the deadline
 		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.Less(t, time.Since(start), 100*time.Millisecond, "returns at the deadline, not when the reply comes")
+		// The late grant is released in the background: its unlock message.
+		rctx, cancel2 := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel2()
+		msg, err := sub.ReceiveMessage(rctx)
+		require.NoError(t, err)
+		require.Equal(t, rlock.UnlockMessage, msg.Payload)
 		proxy.SetLatency(0)
 		locked, err := l.IsLocked(ctx)
 		require.NoError(t, err)
@@ -511,5 +525,35 @@ func TestRestartReportsLoss(t *testing.T) {
 		require.NoError(t, l.Lock(ctx))
 		require.NoError(t, l.Err())
 		require.NoError(t, l.Unlock(ctx))
+	})
+}
+
+// TestDeadlineDuringOutage: with Redis unreachable (a blackhole: the
+// attempt's reply never comes), Lock still returns at its deadline rather
+// than after the Redis client's read timeouts and retries.
+func TestDeadlineDuringOutage(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		proxy := redistest.NewProxy(t, b.Addr)
+		l := newLock(t, clientOn(t, b.NewClient(t, func(o *redis.Options) { o.Addr = proxy.Addr() })), name)
+		require.NoError(t, l.TryLock(ctx)) // connect and load the scripts
+		require.NoError(t, l.Unlock(ctx))
+
+		proxy.Blackhole(true)
+		dctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		require.ErrorIs(t, l.Lock(dctx), context.DeadlineExceeded)
+		require.Less(t, time.Since(start), time.Second, "the default read timeout is 3 s")
+		proxy.Blackhole(false)
+		proxy.ResetAll() // the background attempt retries on a new connection
+		// A grant the background attempt got is released, not left to its
+		// 30 s lease: another client gets the lock soon.
+		other := newLock(t, newClient(t, b), name)
+		octx, cancel2 := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel2()
+		require.NoError(t, other.Lock(octx))
+		require.NoError(t, other.Unlock(ctx))
 	})
 }
