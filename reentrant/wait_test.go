@@ -108,3 +108,25 @@ func TestManyWaitersManyLocks(t *testing.T) {
 		}
 	})
 }
+
+// TestRingClient: the lock and its waits work through a *redis.Ring, whose
+// pub/sub needs a connection per channel.
+func TestRingClient(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"only": b.Addr}})
+		t.Cleanup(func() { _ = ring.Close() })
+		c := clientOn(t, ring)
+		name := redistest.Name(t)
+		holder := newLock(t, c, name)
+		require.NoError(t, holder.Lock(ctx))
+		got := make(chan error, 1)
+		waiter := newLock(t, c, name)
+		go func() { got <- waiter.Lock(ctx) }()
+		require.Eventually(t, func() bool { return c.Waiters().Waiters == 1 }, 5*time.Second, time.Millisecond)
+		require.NoError(t, holder.Unlock(ctx))
+		require.NoError(t, <-got)
+		require.NoError(t, waiter.Unlock(ctx))
+	})
+}
