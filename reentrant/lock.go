@@ -145,7 +145,7 @@ func (l *Lock) lock(ctx context.Context, wait bool) error {
 			return fmt.Errorf("%w: %q is held by another owner", rlock.ErrNotObtained, l.name)
 		}
 		var ok bool
-		if w, ok = l.c.hub.Join(ctx, l.channel); !ok {
+		if w, ok = l.c.hub.Join(l.channel); !ok {
 			return rlock.ErrClosed
 		}
 	}

@@ -27,6 +27,11 @@ type Subscriber interface {
 }
 
 // Hub is the per-client waiter hub. The zero value is not usable; use New.
+//
+// No caller ever waits for pub/sub I/O: SUBSCRIBE, UNSUBSCRIBE and opening
+// or closing connections are queued, in order, for one writer goroutine.
+// The order matters: a channel unsubscribed by its last waiter and joined
+// again at once is subscribed after the UNSUBSCRIBE.
 type Hub struct {
 	rdb Subscriber
 	// perChannel: one pub/sub connection per channel instead of one per
@@ -34,22 +39,36 @@ type Hub struct {
 	// cannot open a connection without a channel.
 	perChannel bool
 
-	// subMu serialises SUBSCRIBE/UNSUBSCRIBE writes with the bookkeeping
-	// that numbers them, so acknowledgements are matched in order.
-	subMu sync.Mutex
-
-	mu     sync.Mutex
-	closed bool
-	conns  map[string]*conn   // by connKey
-	topics map[string]*topic  // by channel
-	acks   map[string]*ackSeq // by channel
-	wg     sync.WaitGroup     // reader goroutines
+	mu      sync.Mutex
+	closed  bool
+	conns   map[string]*conn   // by connKey
+	open    map[*conn]struct{} // connections with a PubSub not yet closed
+	topics  map[string]*topic  // by channel
+	acks    map[string]*ackSeq // by channel
+	ops     []op               // queued for the writer
+	writing bool               // the writer goroutine runs
+	wg      sync.WaitGroup     // writer and reader goroutines
 }
 
 type conn struct {
-	ps   *redis.PubSub
-	refs int // topics using it
+	ps   *redis.PubSub // nil until opened (Ring: by the writer)
+	refs int           // topics using it
 }
+
+// op is one queued pub/sub command.
+type op struct {
+	kind    opKind
+	c       *conn
+	channel string
+}
+
+type opKind int
+
+const (
+	opSubscribe   opKind = iota
+	opUnsubscribe        // and close the connection if it is per channel and unused
+	opOpenRing           // open a Ring connection subscribed to channel
+)
 
 // ackSeq numbers the SUBSCRIBE commands sent for one channel and the
 // confirmations received, so a topic is confirmed by its own SUBSCRIBE and
@@ -75,13 +94,14 @@ type Waiter struct {
 }
 
 // New returns a hub that opens its pub/sub connections through rdb. It does
-// no I/O; the first Join opens the connection.
+// no I/O and starts no goroutine; the first Join does.
 func New(rdb Subscriber) *Hub {
 	_, ring := rdb.(*redis.Ring)
 	return &Hub{
 		rdb:        rdb,
 		perChannel: ring,
 		conns:      make(map[string]*conn),
+		open:       make(map[*conn]struct{}),
 		topics:     make(map[string]*topic),
 		acks:       make(map[string]*ackSeq),
 	}
@@ -94,57 +114,39 @@ func (h *Hub) connKey(channel string) string {
 	return ""
 }
 
-// Join registers a waiter on channel, subscribing when it is the channel's
-// first waiter. The waiter's C gets a signal once the subscription is
-// confirmed. A failed SUBSCRIBE write is not fatal: go-redis subscribes
-// again when it reconnects, and callers bound their waits by the lock's
-// TTL. Join reports false, and registers nothing, when the hub is closed.
-func (h *Hub) Join(ctx context.Context, channel string) (*Waiter, bool) {
+// Join registers a waiter on channel; the channel's first waiter queues its
+// SUBSCRIBE. The waiter's C gets a signal once the server confirms the
+// subscription. Join never waits for I/O. A SUBSCRIBE that fails is not
+// fatal: go-redis subscribes again when it reconnects, and callers bound
+// their waits by the lock's TTL. Join reports false, and registers
+// nothing, when the hub is closed.
+func (h *Hub) Join(channel string) (*Waiter, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, false
+	}
 	w := &Waiter{C: make(chan struct{}, 1), hub: h}
-
-	// Fast path: the topic exists, so its subscription is live or on its way.
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
-		return nil, false
+	t := h.topics[channel]
+	if t == nil {
+		a := h.acks[channel]
+		if a == nil {
+			a = &ackSeq{}
+			h.acks[channel] = a
+		}
+		a.sent++
+		t = &topic{channel: channel, seq: a.sent}
+		h.topics[channel] = t
+		c := h.connLocked(channel)
+		c.refs++
+		if c.ps == nil {
+			h.queueLocked(op{kind: opOpenRing, c: c, channel: channel})
+		} else {
+			h.queueLocked(op{kind: opSubscribe, c: c, channel: channel})
+		}
 	}
-	if t := h.topics[channel]; t != nil {
-		w.topic = t
-		t.waiters = append(t.waiters, w)
-		h.mu.Unlock()
-		return w, true
-	}
-	h.mu.Unlock()
-
-	h.subMu.Lock()
-	defer h.subMu.Unlock()
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
-		return nil, false
-	}
-	if t := h.topics[channel]; t != nil { // created while we waited for subMu
-		w.topic = t
-		t.waiters = append(t.waiters, w)
-		h.mu.Unlock()
-		return w, true
-	}
-	a := h.acks[channel]
-	if a == nil {
-		a = &ackSeq{}
-		h.acks[channel] = a
-	}
-	a.sent++
-	t := &topic{channel: channel, seq: a.sent, waiters: []*Waiter{w}}
 	w.topic = t
-	h.topics[channel] = t
-	c, subscribed := h.connLocked(ctx, channel)
-	c.refs++
-	h.mu.Unlock()
-
-	if !subscribed {
-		_ = c.ps.Subscribe(ctx, channel) // see the doc comment: not fatal
-	}
+	t.waiters = append(t.waiters, w)
 	return w, true
 }
 
@@ -165,29 +167,93 @@ func (h *Hub) JoinBehind(channel string) *Waiter {
 	return w
 }
 
-// connLocked returns the connection for channel, opening it and starting
-// its reader. It reports whether opening it already subscribed channel.
-// h.mu must be held.
-func (h *Hub) connLocked(ctx context.Context, channel string) (c *conn, subscribed bool) {
+// connLocked returns the connection for channel, creating it. A shared
+// connection is opened at once (go-redis dials when its reader first
+// receives); a Ring connection is left for the writer to open. h.mu must
+// be held.
+func (h *Hub) connLocked(channel string) *conn {
 	key := h.connKey(channel)
 	if c := h.conns[key]; c != nil {
-		return c, false
+		return c
 	}
-	var ps *redis.PubSub
-	if h.perChannel {
-		// Ring needs a channel to pick a shard, so its connection is opened
-		// subscribed (with I/O; Ring is the rare case).
-		ps = h.rdb.Subscribe(context.WithoutCancel(ctx), channel)
-		subscribed = true
-	} else { // no I/O: go-redis dials when the reader starts
-		ps = h.rdb.Subscribe(context.WithoutCancel(ctx))
-	}
-	c = &conn{ps: ps}
+	c := &conn{}
 	h.conns[key] = c
+	if !h.perChannel {
+		h.startLocked(c, h.rdb.Subscribe(context.Background()))
+	}
+	return c
+}
+
+// startLocked makes ps c's connection and starts its reader. h.mu must be
+// held.
+func (h *Hub) startLocked(c *conn, ps *redis.PubSub) {
+	c.ps = ps
+	h.open[c] = struct{}{}
 	msgs := ps.ChannelWithSubscriptions(redis.WithChannelSize(1024))
 	h.wg.Add(1)
 	go h.read(msgs)
-	return c, subscribed
+}
+
+// queueLocked hands o to the writer, starting it if needed. h.mu must be
+// held.
+func (h *Hub) queueLocked(o op) {
+	h.ops = append(h.ops, o)
+	if !h.writing {
+		h.writing = true
+		h.wg.Add(1)
+		go h.write()
+	}
+}
+
+// write runs queued ops in order until the queue is empty.
+func (h *Hub) write() {
+	defer h.wg.Done()
+	for {
+		h.mu.Lock()
+		if len(h.ops) == 0 || h.closed {
+			h.writing = false
+			h.ops = nil
+			h.mu.Unlock()
+			return
+		}
+		o := h.ops[0]
+		h.ops = h.ops[1:]
+		h.mu.Unlock()
+		h.do(o)
+	}
+}
+
+func (h *Hub) do(o op) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	switch o.kind {
+	case opSubscribe:
+		_ = o.c.ps.Subscribe(ctx, o.channel) // not fatal: see Join
+	case opOpenRing:
+		ps := h.rdb.Subscribe(ctx, o.channel) // subscribes, with I/O
+		h.mu.Lock()
+		if h.closed || o.c.refs == 0 {
+			h.mu.Unlock()
+			_ = ps.Close()
+			return
+		}
+		h.startLocked(o.c, ps)
+		h.mu.Unlock()
+	case opUnsubscribe:
+		h.mu.Lock()
+		ps, closing := o.c.ps, h.perChannel && o.c.refs == 0
+		if closing {
+			delete(h.open, o.c)
+		}
+		h.mu.Unlock()
+		switch {
+		case ps == nil: // a Ring connection never opened
+		case closing:
+			_ = ps.Close()
+		default:
+			_ = ps.Unsubscribe(ctx, o.channel)
+		}
+	}
 }
 
 func (h *Hub) read(msgs <-chan any) {
@@ -276,11 +342,12 @@ func (w *Waiter) Confirmed() bool {
 
 // Leave removes the waiter from its channel. A wake-up it received but did
 // not consume is passed to the next waiter, so a waiter that gives up never
-// swallows a release meant for someone. The last waiter of a channel
-// unsubscribes, in the background.
+// swallows a release meant for someone. The last waiter of a channel queues
+// its UNSUBSCRIBE. Leave never waits for I/O.
 func (w *Waiter) Leave() {
 	h := w.hub
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	t := w.topic
 	for i, x := range t.waiters {
 		if x == w {
@@ -293,27 +360,7 @@ func (w *Waiter) Leave() {
 		t.wakeOne(w)
 	default:
 	}
-	if len(t.waiters) == 0 && !h.closed {
-		// Unsubscribe in the background: with the connection down it may
-		// wait for a reconnect, and a caller that got its lock or gave up
-		// must not wait for that.
-		h.wg.Add(1)
-		go h.unsubscribe(t)
-	}
-	h.mu.Unlock()
-}
-
-// unsubscribe drops t's subscription if t is still the channel's topic and
-// nobody joined it meanwhile. Join and unsubscribe are serialised by subMu,
-// so a new topic for the channel is subscribed after this UNSUBSCRIBE, or
-// this finds the topic replaced and leaves it alone.
-func (h *Hub) unsubscribe(t *topic) {
-	defer h.wg.Done()
-	h.subMu.Lock()
-	defer h.subMu.Unlock()
-	h.mu.Lock()
 	if len(t.waiters) > 0 || h.topics[t.channel] != t || h.closed {
-		h.mu.Unlock()
 		return
 	}
 	delete(h.topics, t.channel)
@@ -323,19 +370,10 @@ func (h *Hub) unsubscribe(t *topic) {
 	key := h.connKey(t.channel)
 	c := h.conns[key]
 	c.refs--
-	closeConn := h.perChannel && c.refs == 0
-	if closeConn {
+	if h.perChannel && c.refs == 0 {
 		delete(h.conns, key)
 	}
-	h.mu.Unlock()
-
-	if closeConn {
-		_ = c.ps.Close()
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_ = c.ps.Unsubscribe(ctx, t.channel)
+	h.queueLocked(op{kind: opUnsubscribe, c: c, channel: t.channel})
 }
 
 // Stats describes the hub's state, for tests and operators.
@@ -366,10 +404,10 @@ func (h *Hub) Close() {
 		return
 	}
 	h.closed = true
-	conns := h.conns
-	h.conns = map[string]*conn{}
+	open := h.open
+	h.open = map[*conn]struct{}{}
 	h.mu.Unlock()
-	for _, c := range conns {
+	for c := range open {
 		_ = c.ps.Close()
 	}
 	h.wg.Wait()

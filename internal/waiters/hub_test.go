@@ -44,7 +44,7 @@ func TestHub(t *testing.T) {
 		ch := redistest.Name(t)
 		require.Nil(t, h.JoinBehind(ch), "nobody waits yet")
 
-		w1, ok := h.Join(ctx, ch)
+		w1, ok := h.Join(ch)
 		require.True(t, ok)
 		require.True(t, signalled(w1), "signalled once the subscription is confirmed")
 		require.True(t, w1.Confirmed())
@@ -66,7 +66,7 @@ func TestHub(t *testing.T) {
 		w1.Leave()
 		require.True(t, signalled(w2))
 
-		w3, ok := h.Join(ctx, ch)
+		w3, ok := h.Join(ch)
 		require.True(t, ok)
 		publish("1") // a read-unlock wakes everyone
 		require.True(t, signalled(w2))
@@ -84,13 +84,13 @@ func TestHub(t *testing.T) {
 		}
 
 		// Subscribe again at once: confirmed by its own acknowledgement.
-		w4, ok := h.Join(ctx, ch)
+		w4, ok := h.Join(ch)
 		require.True(t, ok)
 		require.True(t, signalled(w4))
 		w4.Leave()
 
 		h.Close()
-		_, ok = h.Join(ctx, ch)
+		_, ok = h.Join(ch)
 		require.False(t, ok, "closed")
 	})
 }
@@ -103,9 +103,9 @@ func TestRingOpensOneConnectionPerChannel(t *testing.T) {
 		h := waiters.New(ring)
 		defer h.Close()
 		base := redistest.Name(t)
-		w1, ok := h.Join(ctx, base+":1")
+		w1, ok := h.Join(base+":1")
 		require.True(t, ok)
-		w2, ok := h.Join(ctx, base+":2")
+		w2, ok := h.Join(base+":2")
 		require.True(t, ok)
 		require.True(t, signalled(w1))
 		require.True(t, signalled(w2))
