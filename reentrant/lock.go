@@ -314,7 +314,7 @@ func (l *Lock) releaseLocked(ctx context.Context, h *hold) error {
 	if lease <= 0 {
 		lease = l.c.wd.LeaseDuration()
 	}
-	keys := []string{l.name, l.channel, rlock.DerivedKey(rlock.LatchPrefix, l.name) + ":" + l.c.requestID()}
+	keys := []string{l.name, l.channel, l.latchKey()}
 	res, err := scripts.Unlock.Run(context.WithoutCancel(ctx), l.c.rdb, keys,
 		lease.Milliseconds(), h.key.field, h.count, rlock.UnlockMessage, l.c.replay.Milliseconds()).Int64Slice()
 	if err == nil && (len(res) != 2 || res[0] < -1 || res[0] > 1) {
@@ -344,6 +344,11 @@ func (l *Lock) releaseLocked(ctx context.Context, h *hold) error {
 	}
 }
 
+// latchKey returns a fresh request's latch key, in the lock's hash slot.
+func (l *Lock) latchKey() string {
+	return rlock.DerivedKey(rlock.LatchPrefix, l.name) + ":" + l.c.requestID()
+}
+
 // stopRenewal stops the watchdog for h and ends its holding period with
 // err (nil for a release). h.mu must be held.
 func (h *hold) stopRenewal(err error) {
@@ -365,7 +370,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if l.c.closed.Load() {
 		return false, rlock.ErrClosed
 	}
-	keys := []string{l.name, l.channel, rlock.DerivedKey(rlock.LatchPrefix, l.name) + ":" + l.c.requestID()}
+	keys := []string{l.name, l.channel, l.latchKey()}
 	n, err := scripts.ForceUnlock.Run(context.WithoutCancel(ctx), l.c.rdb, keys,
 		rlock.UnlockMessage, l.c.replay.Milliseconds()).Int64()
 	if err != nil {
