@@ -431,6 +431,9 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 // last took part in ends: by the owner's last Unlock, or by loss (see Err).
 // Before the handle's first acquisition it returns a closed channel. Select
 // on it inside a long critical section to stop work once the lock is lost.
+// Loss is detected by the watchdog, at an Unlock, or at a re-entry; a lock
+// with an explicit lease (WithLease) is not watched, so its expiry does not
+// close Done: such a holder must finish within its lease.
 func (l *Lock) Done() <-chan struct{} {
 	if ep := l.last.Load(); ep != nil {
 		return ep.done
