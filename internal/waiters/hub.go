@@ -44,7 +44,6 @@ type Hub struct {
 	conns   map[string]*conn   // by connKey
 	open    map[*conn]struct{} // connections with a PubSub not yet closed
 	topics  map[string]*topic  // by channel
-	acks    map[string]*ackSeq // by channel
 	ops     []op               // queued for the writer
 	writing bool               // the writer goroutine runs
 	wg      sync.WaitGroup     // writer and reader goroutines
@@ -70,14 +69,13 @@ const (
 	opOpenRing           // open a Ring connection subscribed to channel
 )
 
-// ackSeq numbers the SUBSCRIBE commands sent for one channel and the
-// confirmations received, so a topic is confirmed by its own SUBSCRIBE and
-// not by the late acknowledgement of an earlier one.
-type ackSeq struct{ sent, acked int }
-
+// topic is one subscribed channel. It lives while it has waiters, and
+// after its last waiter left until its SUBSCRIBE is confirmed: then at most
+// one SUBSCRIBE per channel is ever awaiting its acknowledgement, so an
+// acknowledgement always belongs to the channel's current topic.
 type topic struct {
 	channel   string
-	seq       int // ackSeq.sent value of this topic's SUBSCRIBE
+	c         *conn
 	confirmed bool
 	waiters   []*Waiter // in join order
 }
@@ -103,7 +101,6 @@ func New(rdb Subscriber) *Hub {
 		conns:      make(map[string]*conn),
 		open:       make(map[*conn]struct{}),
 		topics:     make(map[string]*topic),
-		acks:       make(map[string]*ackSeq),
 	}
 }
 
@@ -129,16 +126,10 @@ func (h *Hub) Join(channel string) (*Waiter, bool) {
 	w := &Waiter{C: make(chan struct{}, 1), hub: h}
 	t := h.topics[channel]
 	if t == nil {
-		a := h.acks[channel]
-		if a == nil {
-			a = &ackSeq{}
-			h.acks[channel] = a
-		}
-		a.sent++
-		t = &topic{channel: channel, seq: a.sent}
-		h.topics[channel] = t
 		c := h.connLocked(channel)
 		c.refs++
+		t = &topic{channel: channel, c: c}
+		h.topics[channel] = t
 		if c.ps == nil {
 			h.queueLocked(op{kind: opOpenRing, c: c, channel: channel})
 		} else {
@@ -273,26 +264,18 @@ func (h *Hub) read(msgs <-chan any) {
 func (h *Hub) subscribed(channel string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	a := h.acks[channel]
-	if a == nil {
-		return
-	}
-	a.acked = min(a.acked+1, a.sent)
 	t := h.topics[channel]
 	if t == nil {
-		if a.acked == a.sent {
-			delete(h.acks, channel)
-		}
-		return
-	}
-	if !t.confirmed && a.acked < t.seq {
-		return // an acknowledgement of an earlier topic's SUBSCRIBE
+		return // a resubscription of a channel whose UNSUBSCRIBE is queued
 	}
 	// First confirmation, or a resubscription after a reconnect: either
 	// way every waiter must retry now.
 	t.confirmed = true
 	for _, w := range t.waiters {
 		w.signal()
+	}
+	if len(t.waiters) == 0 { // its last waiter left before the confirmation
+		h.dropLocked(t)
 	}
 }
 
@@ -343,7 +326,8 @@ func (w *Waiter) Confirmed() bool {
 // Leave removes the waiter from its channel. A wake-up it received but did
 // not consume is passed to the next waiter, so a waiter that gives up never
 // swallows a release meant for someone. The last waiter of a channel queues
-// its UNSUBSCRIBE. Leave never waits for I/O.
+// its UNSUBSCRIBE (once the SUBSCRIBE is confirmed). Leave never waits for
+// I/O.
 func (w *Waiter) Leave() {
 	h := w.hub
 	h.mu.Lock()
@@ -360,18 +344,18 @@ func (w *Waiter) Leave() {
 		t.wakeOne(w)
 	default:
 	}
-	if len(t.waiters) > 0 || h.topics[t.channel] != t || h.closed {
-		return
+	if len(t.waiters) == 0 && t.confirmed && !h.closed {
+		h.dropLocked(t)
 	}
+}
+
+// dropLocked forgets t and queues its UNSUBSCRIBE. h.mu must be held.
+func (h *Hub) dropLocked(t *topic) {
 	delete(h.topics, t.channel)
-	if a := h.acks[t.channel]; a != nil && a.acked == a.sent {
-		delete(h.acks, t.channel)
-	}
-	key := h.connKey(t.channel)
-	c := h.conns[key]
+	c := t.c
 	c.refs--
 	if h.perChannel && c.refs == 0 {
-		delete(h.conns, key)
+		delete(h.conns, h.connKey(t.channel))
 	}
 	h.queueLocked(op{kind: opUnsubscribe, c: c, channel: t.channel})
 }

@@ -117,3 +117,25 @@ func TestRingOpensOneConnectionPerChannel(t *testing.T) {
 		require.Eventually(t, func() bool { return h.Stats().Connections == 0 }, 5*time.Second, time.Millisecond)
 	})
 }
+
+// TestRejoinBeforeConfirmation: a channel whose last waiter leaves before
+// the server confirmed its SUBSCRIBE, and is joined again at once, is still
+// confirmed for the new waiter (regression: an acknowledgement counted for
+// the wrong topic left channels unconfirmed for good).
+func TestRejoinBeforeConfirmation(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		h := waiters.New(b.NewClient(t))
+		defer h.Close()
+		ch := redistest.Name(t)
+		for range 50 {
+			w, ok := h.Join(ch)
+			require.True(t, ok)
+			w.Leave()
+			w2, ok := h.Join(ch)
+			require.True(t, ok)
+			require.True(t, signalled(w2))
+			w2.Leave()
+		}
+		require.Eventually(t, func() bool { return h.Stats() == waiters.Stats{Connections: 1} }, 5*time.Second, time.Millisecond)
+	})
+}
