@@ -119,9 +119,8 @@ func TestRingOpensOneConnectionPerChannel(t *testing.T) {
 }
 
 // TestRejoinBeforeConfirmation: a channel whose last waiter leaves before
-// the server confirmed its SUBSCRIBE, and is joined again at once, is still
-// confirmed for the new waiter (regression: an acknowledgement counted for
-// the wrong topic left channels unconfirmed for good).
+// the server confirmed its SUBSCRIBE, and is joined again at once, is
+// confirmed for the new waiter, and nothing is left subscribed after.
 func TestRejoinBeforeConfirmation(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		h := waiters.New(b.NewClient(t))
