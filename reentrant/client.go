@@ -206,11 +206,17 @@ func (c *Client) ID() string { return c.id }
 func (c *Client) Watchdog() *watchdog.Scheduler { return c.wd }
 
 // WaiterStats describes the client's waiter hub.
-type WaiterStats = waiters.Stats
+type WaiterStats struct {
+	Connections int // open pub/sub connections: 1 once anything waited (per channel on a Ring)
+	Channels    int // lock channels subscribed
+	Waiters     int // Lock calls waiting now
+}
 
-// Waiters returns a snapshot of the client's waiter hub: pub/sub
-// connections, subscribed channels and blocked Lock calls.
-func (c *Client) Waiters() WaiterStats { return c.hub.Stats() }
+// Waiters returns a snapshot of the client's waiter hub.
+func (c *Client) Waiters() WaiterStats {
+	s := c.hub.Stats()
+	return WaiterStats{Connections: s.Connections, Channels: s.Channels, Waiters: s.Waiters}
+}
 
 // Close stops the watchdog and closes the pub/sub connection. It first
 // waits for acquire attempts still finishing in the background after their
