@@ -439,13 +439,15 @@ func TestGrantAfterDeadlineIsReleased(t *testing.T) {
 		_, err := sub.Receive(ctx)
 		require.NoError(t, err)
 
-		proxy.SetLatency(100 * time.Millisecond)
+		// Each way takes 200 ms: the script runs at ~200 ms, after the 50 ms
+		// deadline, and its reply cannot arrive before ~400 ms.
+		proxy.SetLatency(200 * time.Millisecond)
 		dctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		defer cancel()
 		start := time.Now()
-		err = l.TryLock(dctx) // the script runs and grants after the deadline
+		err = l.TryLock(dctx)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
-		require.Less(t, time.Since(start), 100*time.Millisecond, "returns at the deadline, not when the reply comes")
+		require.Less(t, time.Since(start), 350*time.Millisecond, "returns at the deadline, not when the reply comes")
 		// The late grant is released in the background: its unlock message.
 		rctx, cancel2 := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel2()
