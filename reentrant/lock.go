@@ -291,7 +291,8 @@ func (l *Lock) ctxErr(ctx context.Context) error {
 // deferred Unlock with a finished request context still releases; only the
 // Redis client's own timeouts bound it. If it fails with a Redis error
 // while releasing the last hold, the watchdog stops renewing anyway, so the
-// lock is released at the latest when its lease runs out. A release
+// lock is released at the latest when its lease runs out, and the holding
+// period ends (Done closes, Err wraps ErrLockLost). A release
 // re-sent by the Redis client after a lost reply takes effect once.
 func (l *Lock) Unlock(ctx context.Context) error {
 	if l.c.closed.Load() {
@@ -321,10 +322,11 @@ func (l *Lock) releaseLocked(ctx context.Context, h *hold) error {
 		err = fmt.Errorf("%w: release script replied %v", rlock.ErrUnexpectedReply, res)
 	}
 	if err != nil {
-		if h.count <= 1 {
-			h.stopRenewal(nil) // the outcome is unknown: let the lease decide
+		err = fmt.Errorf("rlock: releasing %q: %w", l.name, err)
+		if h.count <= 1 { // the outcome is unknown: stop renewing, let the lease decide
+			h.stopRenewal(fmt.Errorf("%w: the last release failed, renewal stopped: %w", rlock.ErrLockLost, err))
 		}
-		return fmt.Errorf("rlock: releasing %q: %w", l.name, err)
+		return err
 	}
 	switch res[0] {
 	case -1:

@@ -559,3 +559,39 @@ func TestDeadlineDuringOutage(t *testing.T) {
 		require.NoError(t, other.Unlock(ctx))
 	})
 }
+
+// TestFailedLastUnlockStopsRenewal: when the last release fails with a
+// Redis error, its outcome is unknown; renewal stops so the lease decides,
+// and the holder's period ends as lost instead of being renewed forever.
+func TestFailedLastUnlockStopsRenewal(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		proxy := redistest.NewProxy(t, b.Addr)
+		rdb := b.NewClient(t, func(o *redis.Options) {
+			o.Addr = proxy.Addr()
+			o.ReadTimeout = 100 * time.Millisecond
+			o.MaxRetries = -1
+		})
+		c := clientOn(t, rdb, shortWatchdog(400*time.Millisecond))
+		l := newLock(t, c, name)
+		require.NoError(t, l.Lock(ctx))
+
+		proxy.Blackhole(true)
+		err := l.Unlock(ctx)
+		require.Error(t, err)
+		require.NotErrorIs(t, err, rlock.ErrNotHeld)
+		<-l.Done()
+		require.ErrorIs(t, l.Err(), rlock.ErrLockLost)
+		require.Zero(t, c.Watchdog().Stats().Registered)
+		proxy.Blackhole(false)
+		proxy.ResetAll()
+
+		// Nothing renews it: another client gets it within the lease.
+		other := newLock(t, newClient(t, b), name)
+		octx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		require.NoError(t, other.Lock(octx))
+		require.NoError(t, other.Unlock(ctx))
+	})
+}
