@@ -130,3 +130,28 @@ func TestRingClient(t *testing.T) {
 		require.NoError(t, waiter.Unlock(ctx))
 	})
 }
+
+// TestRESP2Client: replies and pub/sub parse the same over RESP2 as over
+// go-redis' default RESP3.
+func TestRESP2Client(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		resp2 := func(o *redis.Options) { o.Protocol = 2 }
+		c := clientOn(t, b.NewClient(t, resp2))
+		name := redistest.Name(t)
+		holder := newLock(t, c, name)
+		require.NoError(t, holder.Lock(ctx))
+		require.NoError(t, holder.Lock(ctx))
+		n, err := holder.HoldCount(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 2, n)
+		waiter := newLock(t, clientOn(t, b.NewClient(t, resp2)), name)
+		got := make(chan error, 1)
+		go func() { got <- waiter.Lock(ctx) }()
+		require.NoError(t, holder.Unlock(ctx))
+		require.NoError(t, holder.Unlock(ctx))
+		require.NoError(t, <-got)
+		require.NoError(t, waiter.Unlock(ctx))
+	})
+}
