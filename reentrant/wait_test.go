@@ -146,9 +146,11 @@ func TestRESP2Client(t *testing.T) {
 		n, err := holder.HoldCount(ctx)
 		require.NoError(t, err)
 		require.Equal(t, 2, n)
-		waiter := newLock(t, clientOn(t, b.NewClient(t, resp2)), name)
+		wc := clientOn(t, b.NewClient(t, resp2))
+		waiter := newLock(t, wc, name)
 		got := make(chan error, 1)
-		go func() { got <- waiter.Lock(ctx) }()
+		go func() { got <- waiter.Lock(ctx) }() // 30 s lease: woken by pub/sub
+		require.Eventually(t, func() bool { return wc.Waiters().Waiters == 1 }, 5*time.Second, time.Millisecond)
 		require.NoError(t, holder.Unlock(ctx))
 		require.NoError(t, holder.Unlock(ctx))
 		require.NoError(t, <-got)
