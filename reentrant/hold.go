@@ -83,7 +83,7 @@ func (c *Client) putHold(h *hold) {
 	h.refs--
 	// With refs at 0 nobody can be inside h.mu, and every write to h made
 	// under h.mu happened before the writer's putHold.
-	if h.refs == 0 && (h.count == 0 || h.lostLocked()) && c.holds[h.key] == h {
+	if h.refs == 0 && (h.count == 0 || h.ended()) && c.holds[h.key] == h {
 		delete(c.holds, h.key)
 	}
 }
@@ -95,7 +95,8 @@ func (h *hold) holding() bool {
 	return h.count > 0
 }
 
-func (h *hold) lostLocked() bool {
+// ended reports whether the current holding period has ended (by loss).
+func (h *hold) ended() bool {
 	ep := h.ep.Load()
 	return ep != nil && ep.ended()
 }

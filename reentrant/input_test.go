@@ -128,13 +128,7 @@ func TestOnePubSubConnectionPerClient(t *testing.T) {
 			held = append(held, h)
 			for range perLock {
 				w := newLock(t, c, name)
-				go func() {
-					err := w.Lock(ctx)
-					if err == nil {
-						err = w.Unlock(ctx)
-					}
-					got <- err
-				}()
+				go func() { got <- lockUnlock(ctx, w) }()
 			}
 		}
 		require.Eventually(t, func() bool { return c.Waiters().Waiters == locks*perLock }, 5*time.Second, time.Millisecond)

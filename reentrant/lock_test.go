@@ -50,6 +50,14 @@ func shortWatchdog(lease time.Duration) reentrant.ClientOption {
 	return reentrant.WithWatchdog(watchdog.WithLease(lease))
 }
 
+// lockUnlock takes l and releases it again.
+func lockUnlock(ctx context.Context, l *reentrant.Lock) error {
+	if err := l.Lock(ctx); err != nil {
+		return err
+	}
+	return l.Unlock(ctx)
+}
+
 func holdCount(t *testing.T, rdb *redis.Client, name, field string) int {
 	t.Helper()
 	n, err := rdb.HGet(context.Background(), name, field).Int()
@@ -427,8 +435,7 @@ func TestGrantAfterDeadlineIsReleased(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		name := redistest.Name(t)
-		proxy := redistest.NewProxy(t, b.Addr)
-		slow := b.NewClient(t, func(o *redis.Options) { o.Addr = proxy.Addr() })
+		proxy, slow := b.NewProxiedClient(t)
 		l := newLock(t, clientOn(t, slow), name)
 		require.NoError(t, l.TryLock(ctx)) // loads the scripts
 		require.NoError(t, l.Unlock(ctx))
@@ -537,8 +544,8 @@ func TestDeadlineDuringOutage(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		name := redistest.Name(t)
-		proxy := redistest.NewProxy(t, b.Addr)
-		l := newLock(t, clientOn(t, b.NewClient(t, func(o *redis.Options) { o.Addr = proxy.Addr() })), name)
+		proxy, rdb := b.NewProxiedClient(t)
+		l := newLock(t, clientOn(t, rdb), name)
 		require.NoError(t, l.TryLock(ctx)) // connect and load the scripts
 		require.NoError(t, l.Unlock(ctx))
 
@@ -567,9 +574,7 @@ func TestFailedLastUnlockStopsRenewal(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		name := redistest.Name(t)
-		proxy := redistest.NewProxy(t, b.Addr)
-		rdb := b.NewClient(t, func(o *redis.Options) {
-			o.Addr = proxy.Addr()
+		proxy, rdb := b.NewProxiedClient(t, func(o *redis.Options) {
 			o.ReadTimeout = 100 * time.Millisecond
 			o.MaxRetries = -1
 		})

@@ -57,19 +57,13 @@ func TestWaitersSurviveLostSubscription(t *testing.T) {
 		holder := newLock(t, newClient(t, b), name)
 		require.NoError(t, holder.Lock(ctx))
 
-		proxy := redistest.NewProxy(t, b.Addr)
-		c := clientOn(t, b.NewClient(t, func(o *redis.Options) { o.Addr = proxy.Addr() }))
+		proxy, rdb := b.NewProxiedClient(t)
+		c := clientOn(t, rdb)
 		const n = 5
 		errs := make(chan error, n)
 		for range n {
 			l := newLock(t, c, name)
-			go func() {
-				err := l.Lock(ctx)
-				if err == nil {
-					err = l.Unlock(ctx)
-				}
-				errs <- err
-			}()
+			go func() { errs <- lockUnlock(ctx, l) }()
 		}
 		require.Eventually(t, func() bool { return c.Waiters().Waiters == n }, 5*time.Second, time.Millisecond)
 		proxy.ResetAll() // every connection of the waiters' client, pub/sub included
@@ -92,13 +86,7 @@ func TestManyWaitersManyLocks(t *testing.T) {
 		errs := make(chan error, locks*perLock)
 		for i := range locks * perLock {
 			l := newLock(t, clients[i%2], base+":"+string(rune('A'+i%locks)))
-			go func() {
-				err := l.Lock(ctx)
-				if err == nil {
-					err = l.Unlock(ctx)
-				}
-				errs <- err
-			}()
+			go func() { errs <- lockUnlock(ctx, l) }()
 		}
 		for range locks * perLock {
 			require.NoError(t, <-errs)

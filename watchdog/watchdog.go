@@ -189,7 +189,6 @@ func (s *Scheduler) Add(key, field string, sent time.Time, lost func(error)) *Le
 		return l
 	}
 	s.entries[l] = struct{}{}
-	s.stats.Registered = len(s.entries)
 	if !s.running {
 		s.running = true
 		s.nextTick = time.Now().Add(s.interval)
@@ -209,7 +208,6 @@ func (l *Lease) Stop() {
 	s := l.s
 	s.mu.Lock()
 	delete(s.entries, l)
-	s.stats.Registered = len(s.entries)
 	s.mu.Unlock()
 }
 
@@ -221,7 +219,6 @@ func (s *Scheduler) Close() {
 	if !s.closed {
 		s.closed = true
 		clear(s.entries)
-		s.stats.Registered = 0
 		close(s.closing)
 	}
 	s.mu.Unlock()
@@ -232,7 +229,9 @@ func (s *Scheduler) Close() {
 func (s *Scheduler) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.stats
+	st := s.stats
+	st.Registered = len(s.entries)
+	return st
 }
 
 // timeLoop decides when to renew and reports leases that ran out. It exits
@@ -289,7 +288,6 @@ func (s *Scheduler) timeLoop(jobs chan<- []*Lease) {
 			next = earliest(next, s.retryAt)
 		}
 		s.stats.Lost += uint64(len(expired))
-		s.stats.Registered = len(s.entries)
 		s.mu.Unlock()
 
 		for _, l := range expired {
@@ -389,7 +387,6 @@ func (s *Scheduler) renewBatch(batch []*Lease) {
 		}
 	}
 	s.stats.Lost += uint64(len(lost))
-	s.stats.Registered = len(s.entries)
 	s.mu.Unlock()
 
 	if err != nil {

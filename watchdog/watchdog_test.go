@@ -111,9 +111,7 @@ func TestRetriesUntilLeaseRunsOut(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		direct := b.NewClient(t)
-		proxy := redistest.NewProxy(t, b.Addr)
-		rdb := b.NewClient(t, func(o *redis.Options) {
-			o.Addr = proxy.Addr()
+		proxy, rdb := b.NewProxiedClient(t, func(o *redis.Options) {
 			o.ReadTimeout = 50 * time.Millisecond
 			o.MaxRetries = -1
 		})

@@ -160,3 +160,12 @@ var unsafeNameChars = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 func Name(t testing.TB) string {
 	return fmt.Sprintf("%s-%016x", unsafeNameChars.ReplaceAllString(t.Name(), "_"), rand.Uint64())
 }
+
+// NewProxiedClient puts a fault-injection Proxy in front of b and returns
+// it with a go-redis client that dials through it; opts apply after the
+// address is set.
+func (b *Backend) NewProxiedClient(t testing.TB, opts ...func(*redis.Options)) (*Proxy, *redis.Client) {
+	t.Helper()
+	p := NewProxy(t, b.Addr)
+	return p, b.NewClient(t, append([]func(*redis.Options){func(o *redis.Options) { o.Addr = p.Addr() }}, opts...)...)
+}

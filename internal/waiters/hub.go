@@ -315,14 +315,6 @@ func (w *Waiter) signal() bool {
 	}
 }
 
-// Confirmed reports whether the waiter's subscription has been confirmed by
-// the server.
-func (w *Waiter) Confirmed() bool {
-	w.hub.mu.Lock()
-	defer w.hub.mu.Unlock()
-	return w.topic.confirmed
-}
-
 // Leave removes the waiter from its channel. A wake-up it received but did
 // not consume is passed to the next waiter, so a waiter that gives up never
 // swallows a release meant for someone. The last waiter of a channel queues
