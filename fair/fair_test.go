@@ -454,7 +454,7 @@ func TestCrashedWaiterIsPruned(t *testing.T) {
 		child.Kill()
 		q, err := holder.Queue(ctx)
 		require.NoError(t, err)
-		deadline := q[0].Deadline // the dead waiter's last renewal + timeout
+		deadline := q[0].Deadline              // the dead waiter's last renewal + timeout
 		require.NoError(t, holder.Unlock(ctx)) // wakes the dead head: nobody answers
 
 		require.NoError(t, <-done)

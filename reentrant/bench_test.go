@@ -165,7 +165,7 @@ func contended(b *testing.B, be *redistest.Backend, newLock lockPair) {
 	}
 	var grants, handoffs, inside, last atomic.Int64
 	var relMu sync.Mutex
-	var released time.Time       // when the last holder started its Unlock
+	var released time.Time        // when the last holder started its Unlock
 	var latencies []time.Duration // release to the next grant to another goroutine
 	hook.n.Store(0)
 	start := time.Now()
