@@ -134,6 +134,9 @@ func writeText(w io.Writer, r *inspect.Report, fair bool) error {
 	default:
 		row("state", "held, no expiry (only an unlock frees it)")
 	}
+	if r.Mode != "" {
+		row("mode", "%s (a Redisson read-write lock)", r.Mode)
+	}
 	for i, h := range r.Holders {
 		k := ""
 		if i == 0 {
@@ -196,9 +199,10 @@ type jsonReport struct {
 	Time        time.Time    `json:"time"`
 	Locked      bool         `json:"locked"`
 	Holders     []jsonHolder `json:"holders"`
-	TTLMillis   *int64       `json:"ttl_ms"`    // null when free or without expiry
-	NoExpiry    bool         `json:"no_expiry"` // held and never expires
-	Token       *int64       `json:"token"`     // null when there is no token counter
+	Mode        string       `json:"mode,omitempty"` // a Redisson read-write lock's mode
+	TTLMillis   *int64       `json:"ttl_ms"`         // null when free or without expiry
+	NoExpiry    bool         `json:"no_expiry"`      // held and never expires
+	Token       *int64       `json:"token"`          // null when there is no token counter
 	Channel     string       `json:"channel"`
 	Subscribers int64        `json:"subscribers"`
 	Queue       []jsonWaiter `json:"queue"`
@@ -222,7 +226,7 @@ type jsonWaiter struct {
 
 func toJSON(r *inspect.Report) jsonReport {
 	j := jsonReport{
-		Name: r.Name, Time: r.Time, Locked: r.Locked, Channel: r.Channel, Subscribers: r.Subscribers,
+		Name: r.Name, Time: r.Time, Locked: r.Locked, Mode: r.Mode, Channel: r.Channel, Subscribers: r.Subscribers,
 		Holders: []jsonHolder{}, Queue: []jsonWaiter{},
 	}
 	if r.Locked && r.Expires {

@@ -273,7 +273,7 @@ func TestInspectFree(t *testing.T) {
 	})
 }
 
-func TestInspectNoExpiry(t *testing.T) {
+func TestInspectRedissonLocks(t *testing.T) {
 	b := redistest.Real(t)
 	rdb := b.NewClient(t)
 	require.NoError(t, rdb.HSet(context.Background(), "cli-noexp", "java-client:1", 1).Err())
@@ -281,6 +281,15 @@ func TestInspectNoExpiry(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "held, no expiry")
 	require.Contains(t, out, "client java-client, owner 1")
+
+	require.NoError(t, rdb.HSet(context.Background(), "cli-rw", "mode", "write", "java-client:1:write", 1).Err())
+	code, out, errOut = runBin(t, "", "inspect", redisURL(b), "cli-rw")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "mode         write (a Redisson read-write lock)")
+	require.Contains(t, out, "java-client:1:write  1 hold")
+	code, _, errOut = runBin(t, "", "unlock", "--force", "--yes", redisURL(b), "cli-rw")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "Redisson read-write lock")
 }
 
 func TestCluster(t *testing.T) {

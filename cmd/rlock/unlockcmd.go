@@ -125,6 +125,9 @@ func unlockCmd(ctx context.Context, args []string, e env) error {
 		return nil
 	}
 	fmt.Fprintf(e.stdout, "Force-unlocked %s (was held by %s).\n", name, held)
+	if r.Mode != "" {
+		fmt.Fprintf(e.stderr, "note: %s is a Redisson read-write lock; its waiters listen on another channel and retry when their wait times out.\n", name)
+	}
 	if len(r.Queue) > 0 {
 		fmt.Fprintf(e.stderr, "note: %s has a fair queue of %s; the next waiter takes the lock at its next attempt.\n",
 			name, plural(int64(len(r.Queue)), "waiter"))

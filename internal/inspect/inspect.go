@@ -32,6 +32,10 @@ import (
 // (or Redisson) lock.
 var ErrNotALock = errors.New("not a lock")
 
+// rwModeField is the hash field in which a Redisson read-write lock keeps
+// its mode.
+const rwModeField = "mode"
+
 // Report is what Read found. Times and durations are measured against the
 // now passed to Read.
 type Report struct {
@@ -44,6 +48,10 @@ type Report struct {
 	// Holders are the fields of the lock hash: one per owner holding the
 	// lock (one, unless the lock is a read lock). Sorted by field.
 	Holders []Holder
+	// Mode is the "mode" field of a Redisson read-write lock ("read" or
+	// "write"); empty for other locks. Such a lock's holders are its
+	// readers or its writer (field "<clientID>:<ownerID>:write").
+	Mode string
 	// TTL is the lock's remaining lease when Locked and Expires.
 	TTL time.Duration
 	// Expires is false for a lock without expiry (PTTL -1).
@@ -161,6 +169,10 @@ func Read(ctx context.Context, rdb redis.UniversalClient, name string, now time.
 		return nil, err
 	}
 	for field, v := range hash.Val() {
+		if field == rwModeField {
+			r.Mode = v
+			continue
+		}
 		n, perr := strconv.ParseInt(v, 10, 64)
 		if perr != nil {
 			return nil, fmt.Errorf("%w: lock %q: field %q has hold count %q", rlock.ErrUnexpectedReply, name, field, v)

@@ -114,6 +114,21 @@ func TestReadNoExpiry(t *testing.T) {
 	})
 }
 
+func TestReadRedissonReadWriteLock(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		rdb := b.NewClient(t)
+		require.NoError(t, rdb.HSet(ctx, "inspect-rw", "mode", "read", "java-1:7", 2, "java-2:9", 1).Err())
+		r, err := inspect.Read(ctx, rdb, "inspect-rw", time.Now())
+		require.NoError(t, err)
+		require.Equal(t, "read", r.Mode)
+		require.Equal(t, []inspect.Holder{
+			{Field: "java-1:7", ClientID: "java-1", OwnerID: "7", Holds: 2},
+			{Field: "java-2:9", ClientID: "java-2", OwnerID: "9", Holds: 1},
+		}, r.Holders)
+	})
+}
+
 func TestReadHashTagName(t *testing.T) {
 	k := inspect.KeysOf("{orders}:42")
 	require.Equal(t, inspect.Keys{
