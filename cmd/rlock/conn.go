@@ -19,6 +19,10 @@ import (
 // --cluster: the local default port, as redis-cli does.
 const defaultRedisURL = "redis://127.0.0.1:6379"
 
+// dialerRetries replaces go-redis' default of 5 dial attempts per
+// connection: a command-line tool should say promptly that a server is down.
+const dialerRetries = 2
+
 // pingTimeout bounds the first PING to each server.
 const pingTimeout = 5 * time.Second
 
@@ -56,7 +60,7 @@ func (c *connFlags) resolve(fallback string) (*target, error) {
 		return &target{
 			where: "Redis Cluster at " + strings.Join(addrs, ","),
 			newClient: func() redis.UniversalClient {
-				return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+				return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, DialerRetries: dialerRetries})
 			},
 		}, nil
 	}
@@ -93,6 +97,7 @@ func parseRedisURL(u string) (*redis.Options, error) {
 			return nil, usageError("--redis %q: %v", u, err)
 		}
 	}
+	opts.DialerRetries = dialerRetries
 	return opts, nil
 }
 

@@ -193,7 +193,7 @@ func demo(ctx context.Context, args []string, e env) error {
 		case len(redlockAddrs) > 0:
 			for _, a := range redlockAddrs {
 				nodes = append(nodes, &target{where: "RedLock node " + a, newClient: func() redis.UniversalClient {
-					return redis.NewClient(&redis.Options{Addr: a})
+					return redis.NewClient(&redis.Options{Addr: a, DialerRetries: dialerRetries})
 				}})
 			}
 		case embedded:

@@ -30,6 +30,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/redis/go-redis/v9"
 )
 
 const usage = `rlock: distributed locks on Redis, Redisson-compatible.
@@ -69,10 +71,18 @@ const (
 )
 
 func main() {
+	// rlock reports errors itself; go-redis would also log each failed
+	// dial to stderr.
+	redis.SetLogger(quiet{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], stdio()))
 }
+
+// quiet is a go-redis logger that drops everything.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
 
 // env is the command's view of its process: arguments aside, everything
 // run needs, so tests can run it in-process with a fake terminal.
