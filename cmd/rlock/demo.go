@@ -188,7 +188,11 @@ func demo(ctx context.Context, args []string, e env) error {
 
 	// RedLock nodes: only when a selected kind needs them.
 	var nodes []*target
-	if slices.ContainsFunc(kinds, func(k lockKind) bool { return k.redlock }) {
+	needNodes := slices.ContainsFunc(kinds, func(k lockKind) bool { return k.redlock })
+	if !needNodes && len(redlockAddrs) > 0 {
+		fmt.Fprintln(e.stderr, "rlock demo: --redlock ignored: no selected run uses RedLock nodes")
+	}
+	if needNodes {
 		switch {
 		case len(redlockAddrs) > 0:
 			for _, a := range redlockAddrs {
@@ -353,7 +357,9 @@ func flashSale(ctx context.Context, tgt *target, nodes []*target, cfg demoConfig
 		defer cancel()
 		for _, t := range append([]*target{tgt}, nodes...) {
 			rdb := t.newClient()
-			_ = deleteRunKeys(cctx, rdb, run)
+			if err := deleteRunKeys(cctx, rdb, run); err != nil {
+				fmt.Fprintf(stderr, "rlock demo: could not delete the keys *%s* on %s: %v\n", run, t.where, err)
+			}
 			_ = rdb.Close()
 		}
 		for _, s := range services {

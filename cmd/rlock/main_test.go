@@ -150,13 +150,14 @@ func TestDemo(t *testing.T) {
 func TestDemoEmbedded(t *testing.T) {
 	// The default: an embedded miniredis, and plain progress lines on a
 	// stderr that is not a terminal.
-	code, out, errOut := runBin(t, "", "demo", "--services=2", "--workers=2", "--stock=10", "--work=0s", "--locks=reentrant")
+	code, out, errOut := runBin(t, "", "demo", "--services=2", "--workers=2", "--stock=10", "--work=0s", "--locks=reentrant", "--redlock=127.0.0.1:1")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "an embedded miniredis")
 	require.Equal(t, []string{"10", "0", "0"}, demoLine(t, out, "reentrant")[2:5])
 	require.NotContains(t, out, "\nnone ")
 	require.Contains(t, errOut, "run reentrant started")
 	require.Contains(t, errOut, "run reentrant done: 100% sold")
+	require.Contains(t, errOut, "--redlock ignored")
 }
 
 func TestDemoRedlockNodes(t *testing.T) {
@@ -190,6 +191,10 @@ func TestDemoRedlockNodes(t *testing.T) {
 	for _, n := range nodes {
 		require.Empty(t, n.Mini.Keys(), "the run's keys are deleted on every node")
 	}
+
+	code, _, errOut = runIn("", append(args, "--redlock="+addrs[0]+",127.0.0.1:1")...)
+	require.Equal(t, 3, code, errOut)
+	require.Contains(t, errOut, "cannot reach RedLock node 127.0.0.1:1")
 
 	b := redistest.Mini(t)
 	code, _, errOut = runIn("", append(args, redisURL(b))...)
