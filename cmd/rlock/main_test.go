@@ -413,6 +413,12 @@ func TestUnlockRefusals(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Contains(t, errOut, "not a lock")
 	require.True(t, b.Mini.Exists("cli-string"), "a key that is not a lock is never deleted")
+
+	b.Mini.HSet("cli-counters", "orders", "5")
+	code, _, errOut = runBin(t, "", "unlock", "--force", "--yes", redisURL(b), "cli-counters")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "does not look like a lock")
+	require.True(t, b.Mini.Exists("cli-counters"))
 }
 
 func TestUnlockConfirm(t *testing.T) {

@@ -77,6 +77,13 @@ func unlockCmd(ctx context.Context, args []string, e env) error {
 		fmt.Fprintf(e.stdout, "%s is not locked; nothing to do.\n", name)
 		return nil
 	}
+	// A hash of counters is not a lock even though the lock scripts would
+	// treat it as one: every field of a lock is "<clientID>:<ownerID>".
+	for _, h := range r.Holders {
+		if h.OwnerID == "" {
+			return fmt.Errorf("refusing to delete %q: it does not look like a lock (field %q is not <clientID>:<ownerID>)", name, h.Field)
+		}
+	}
 	held := describeHolders(r)
 	if !yes {
 		fmt.Fprintf(e.stderr, "Force-unlock %s held by %s? [y/N] ", name, held)
