@@ -128,7 +128,7 @@ func demo(ctx context.Context, args []string, e env) error {
 	fs.DurationVar(&cfg.work, "work", 2*time.Millisecond, "time an order takes between reading and writing the stock")
 	fs.DurationVar(&cfg.timeout, "timeout", time.Minute, "give up a run after this long")
 	cfg.progress = progressAuto
-	fs.Var(&cfg.progress, "progress", "progress on stderr: auto (a bar on a terminal, a line per run otherwise), bar, plain, or off (also true/false)")
+	fs.Var(&cfg.progress, "progress", "progress on stderr: auto (a bar on a terminal, a line per run otherwise), bar, plain, or off; true/false mean bar/off (default auto)")
 	fs.Usage = func() {
 		fmt.Fprint(e.stderr, demoHelp)
 		fs.PrintDefaults()
