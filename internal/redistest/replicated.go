@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -93,4 +94,36 @@ func splitAddr(t testing.TB, addr string) (host, port string) {
 		t.Fatalf("redistest: bad address %q: %v", addr, err)
 	}
 	return host, port
+}
+
+// WaitReplicasCaughtUp waits until every replica connected to the master s
+// has acknowledged the master's whole replication stream (each replica's
+// offset in INFO replication equals master_repl_offset). After it, every
+// write the master had accepted would survive the master's death. It fails
+// t if s has no replica.
+func (s *Server) WaitReplicasCaughtUp(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), clusterReadyTimeout)
+	defer cancel()
+	err := poll(ctx, func() error {
+		info, err := query(ctx, s.Addr(), "info", "replication")
+		if err != nil {
+			return err
+		}
+		n, _ := strconv.Atoi(infoField(info, "connected_slaves"))
+		if n == 0 {
+			return errors.New("no connected replica")
+		}
+		want := infoField(info, "master_repl_offset")
+		for i := range n {
+			fields := strings.Split(infoField(info, "slave"+strconv.Itoa(i)), ",")
+			if !slices.Contains(fields, "offset="+want) {
+				return fmt.Errorf("replica %d at %v, master at %s", i, fields, want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("redistest: waiting for the replicas of %s: %v", s.Addr(), err)
+	}
 }
