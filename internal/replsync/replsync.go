@@ -181,7 +181,9 @@ func (s *Syncer) Master(ctx context.Context, key string) (*redis.Client, error) 
 // run through Run must tolerate being applied twice, as rlock's do. Run
 // does not end early on a cancelled ctx unless the client's
 // ContextTimeoutEnabled is set; it waits for WAIT's reply at most the
-// timeout.
+// timeout. On a cluster, a connection error also makes the ClusterClient
+// reload its slot map (in the background), so a call after a failover
+// reaches the promoted master.
 func (s *Syncer) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) (*redis.Cmd, Result, error) {
 	if len(keys) == 0 {
 		return nil, Result{}, fmt.Errorf("%w: replica sync needs at least one key", rlock.ErrInvalidArgument)
@@ -201,6 +203,13 @@ func (s *Syncer) Run(ctx context.Context, script *redis.Script, keys []string, a
 	cmd, wait, err := s.pipeline(ctx, m, n, script, true, keys, args)
 	if err != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 		cmd, wait, err = s.pipeline(ctx, m, n, script, false, keys, args)
+	}
+	var rerr redis.Error
+	if err != nil && s.cluster != nil && !errors.As(err, &rerr) {
+		// A connection error: the slot's master may have failed over, and
+		// go-redis would keep routing to the dead one for up to its state
+		// reload interval. Reload in the background for the next call.
+		s.cluster.ReloadState(ctx)
 	}
 	res := Result{Replicas: n, Waited: wait != nil}
 	if err != nil && cmd.Err() == nil {
