@@ -34,6 +34,12 @@ var (
 	// has no expiry (written by a foreign client without PEXPIRE).
 	ErrNoExpiry = errors.New("rlock: lock has no expiry")
 
+	// ErrNotReplicated means a lock was granted on a master with connected
+	// replicas, but none acknowledged the write within the replica-sync
+	// timeout (WAIT), so a failover could have lost it: the acquisition was
+	// undone. Lock retries within its context; TryLock returns it.
+	ErrNotReplicated = errors.New("rlock: lock not replicated")
+
 	// ErrUnexpectedReply means Redis answered a lock script with a reply of
 	// the wrong shape (for example, a key of another type under the lock's
 	// name). It is never read as "acquired".

@@ -104,6 +104,39 @@ func WithLogger(l *slog.Logger) ClientOption {
 	}
 }
 
+// WithReplicaSync sets how long an acquisition waits for the master's
+// replicas to acknowledge it (WAIT, pipelined with the acquire script on
+// the same connection to the lock's master; default 1 s). Replica sync is
+// on by default: when the master has connected replicas and none
+// acknowledges in time, the acquisition is undone, TryLock returns
+// rlock.ErrNotReplicated and Lock tries again within its context. Partial
+// acknowledgement passes; a master without replicas is not waited on. It
+// needs a *redis.Client (plain or failover) or a *redis.ClusterClient, and
+// a timeout shorter than the go-redis ReadTimeout (3 s by default); with
+// the default timeout, other clients (a Ring, a wrapper) and shorter read
+// timeouts just get no replica sync, while an explicit timeout makes
+// NewClient report ErrInvalidArgument. d must be at least 1 ms.
+func WithReplicaSync(d time.Duration) ClientOption {
+	return func(c *core.Config) error {
+		if d < time.Millisecond {
+			return fmt.Errorf("%w: replica sync timeout %v is less than 1ms", rlock.ErrInvalidArgument, d)
+		}
+		c.ReplicaSync, c.NoReplicaSync = d, false
+		return nil
+	}
+}
+
+// WithoutReplicaSync turns replica sync off: an acquisition is reported as
+// soon as the master has it, and a failover before it reached a replica
+// can lose the lock (two owners may then hold it). It saves the wait for
+// the replicas' acknowledgement on every acquisition.
+func WithoutReplicaSync() ClientOption {
+	return func(c *core.Config) error {
+		c.NoReplicaSync = true
+		return nil
+	}
+}
+
 // NewClient returns a client that runs its locks through rdb: a
 // *redis.Client, *redis.ClusterClient, failover client, *redis.Ring, or
 // anything else with the methods of rlock.Redis. It does no I/O and starts
@@ -145,6 +178,11 @@ func (c *Client) Waiters() WaiterStats {
 	s := c.c.Waiters()
 	return WaiterStats{Connections: s.Connections, Channels: s.Channels, Waiters: s.Waiters}
 }
+
+// ReplicaSync returns the replica-sync timeout, and false when replica sync
+// is off (WithoutReplicaSync, or a client or read timeout that does not
+// allow it).
+func (c *Client) ReplicaSync() (time.Duration, bool) { return c.c.ReplicaSync() }
 
 // Close stops the watchdog and closes the pub/sub connection. It first
 // waits for acquire attempts still finishing in the background after their

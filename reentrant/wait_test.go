@@ -170,5 +170,12 @@ func (h *scriptCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 func (h *scriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			if n := cmd.Name(); n == "evalsha" || n == "eval" {
+				h.n.Add(1)
+			}
+		}
+		return next(ctx, cmds)
+	}
 }

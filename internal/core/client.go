@@ -1,6 +1,8 @@
 package core
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
@@ -13,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/replsync"
 	"github.com/rlock-go/rlock/internal/waiters"
 	"github.com/rlock-go/rlock/watchdog"
 )
@@ -27,8 +30,9 @@ type Client struct {
 	id       string
 	hub      *waiters.Hub
 	wd       *watchdog.Scheduler
-	replay   time.Duration // lifetime of release latches
-	maxPoll  time.Duration // longest wait between attempts on a lock without expiry
+	sync     *replsync.Syncer // nil: no replica sync
+	replay   time.Duration    // lifetime of release latches
+	maxPoll  time.Duration    // longest wait between attempts on a lock without expiry
 	closing  chan struct{}
 	closed   atomic.Bool
 	handles  atomic.Uint64 // default owner IDs
@@ -51,6 +55,13 @@ type Config struct {
 	MaxPoll  time.Duration     // longest wait on a lock without expiry; 0: 1 s
 	Watchdog []watchdog.Option // the watchdog's options
 	Logger   *slog.Logger      // where background failures are logged; nil: nowhere
+
+	// ReplicaSync is the WAIT timeout of replica sync; 0: the default
+	// (replsync.DefaultTimeout), used when the go-redis client supports it
+	// and its ReadTimeout is longer.
+	ReplicaSync time.Duration
+	// NoReplicaSync turns replica sync off.
+	NoReplicaSync bool
 }
 
 // NewClient returns a client that runs its locks through rdb. It does no
@@ -75,11 +86,31 @@ func NewClient(rdb rlock.Redis, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	var sync *replsync.Syncer
+	if !cfg.NoReplicaSync {
+		explicit := cfg.ReplicaSync > 0
+		if !explicit {
+			cfg.ReplicaSync = replsync.DefaultTimeout
+		}
+		sync, err = replsync.New(rdb, replsync.WithTimeout(cfg.ReplicaSync))
+		switch {
+		case errors.Is(err, replsync.ErrUnsupportedClient) && !explicit:
+			sync = nil // a Ring, or a wrapper: no replica sync
+		case err != nil:
+			return nil, err
+		case !explicit && readTimeout(rdb) > 0 && readTimeout(rdb) <= cfg.ReplicaSync:
+			sync = nil // WAIT's reply would outlast the read timeout
+		case explicit && readTimeout(rdb) > 0 && readTimeout(rdb) <= cfg.ReplicaSync:
+			return nil, fmt.Errorf("%w: replica sync timeout %v is not shorter than the Redis client's ReadTimeout %v",
+				rlock.ErrInvalidArgument, cfg.ReplicaSync, readTimeout(rdb))
+		}
+	}
 	return &Client{
 		rdb:     rdb,
 		id:      cfg.ID,
 		hub:     waiters.New(rdb),
 		wd:      wd,
+		sync:    sync,
 		replay:  cfg.Replay,
 		maxPoll: cfg.MaxPoll,
 		log:     cfg.Logger,
@@ -99,6 +130,17 @@ func IsNil(v any) bool {
 		return rv.IsNil()
 	}
 	return false
+}
+
+// readTimeout returns the go-redis client's read timeout, 0 if unknown.
+func readTimeout(rdb rlock.Redis) time.Duration {
+	switch c := rdb.(type) {
+	case interface{ Options() *redis.Options }:
+		return c.Options().ReadTimeout
+	case *redis.ClusterClient:
+		return c.Options().ReadTimeout
+	}
+	return 0
 }
 
 // replayWindow bounds how long go-redis may go on re-sending one command.
@@ -188,6 +230,78 @@ func (c *Client) goBackground(f func()) bool {
 }
 
 func (c *Client) logger() *slog.Logger { return c.log }
+
+// ReplicaSync returns the replica-sync WAIT timeout, and false when replica
+// sync is off.
+func (c *Client) ReplicaSync() (time.Duration, bool) {
+	if c.sync == nil {
+		return 0, false
+	}
+	return c.sync.Timeout(), true
+}
+
+// clusterRetries are the pauses before running a script again after a
+// connection error on a cluster, while go-redis reloads its slot map.
+var clusterRetries = []time.Duration{50 * time.Millisecond, 150 * time.Millisecond, 400 * time.Millisecond}
+
+// retryOnCluster reports whether err is a connection error on a cluster
+// client, after which the slot's master may have failed over; it asks
+// go-redis to reload its slot map.
+func (c *Client) retryOnCluster(ctx context.Context, err error) bool {
+	cc, ok := c.rdb.(*redis.ClusterClient)
+	var rerr redis.Error
+	if !ok || err == nil || errors.As(err, &rerr) || errors.Is(err, redis.Nil) {
+		return false
+	}
+	cc.ReloadState(ctx)
+	return true
+}
+
+// run runs a script. On a cluster, a connection error makes it reload the
+// slot map and run the script again (a few times, briefly apart): every
+// lock script is safe to run twice, and go-redis would otherwise keep
+// sending to a failed master until its next periodic reload.
+func (c *Client) run(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+	cmd := s.Run(ctx, c.rdb, keys, args...)
+	for _, pause := range clusterRetries {
+		if !c.retryOnCluster(ctx, cmd.Err()) {
+			break
+		}
+		time.Sleep(pause)
+		cmd = s.Run(ctx, c.rdb, keys, args...)
+	}
+	return cmd
+}
+
+// runAcquire runs an acquire script, with replica sync when it is on. The
+// error is set only when the script ran but WAIT failed: the write's
+// replication is then unknown. Any other failure is in cmd.
+func (c *Client) runAcquire(ctx context.Context, s *redis.Script, keys []string, args ...any) (*redis.Cmd, replsync.Result, error) {
+	if c.sync == nil {
+		return c.run(ctx, s, keys, args...), replsync.Result{}, nil
+	}
+	attempt := func() (*redis.Cmd, replsync.Result, error) {
+		cmd, res, err := c.sync.Run(ctx, s, keys, args...)
+		if cmd == nil {
+			cmd = redis.NewCmd(ctx)
+			cmd.SetErr(err)
+			return cmd, res, nil
+		}
+		if cmd.Err() != nil {
+			return cmd, res, nil
+		}
+		return cmd, res, err
+	}
+	cmd, res, err := attempt()
+	for _, pause := range clusterRetries {
+		if !c.retryOnCluster(ctx, cmd.Err()) {
+			break
+		}
+		time.Sleep(pause)
+		cmd, res, err = attempt()
+	}
+	return cmd, res, err
+}
 
 func (c *Client) requestID() string {
 	return c.id + ":" + strconv.FormatUint(c.requests.Add(1), 36)

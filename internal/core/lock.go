@@ -149,6 +149,9 @@ func (l *Lock) lock(ctx context.Context, wait bool, lease time.Duration) error {
 	}
 	if w == nil {
 		ttl, err = l.attempt(ctx, h, lease, false)
+		if wait {
+			ttl, err = l.retryable(ttl, err)
+		}
 		if err != nil || ttl == acquired {
 			return err
 		}
@@ -176,7 +179,7 @@ func (l *Lock) lock(ctx context.Context, wait bool, lease time.Duration) error {
 		case <-l.c.closing:
 			return rlock.ErrClosed
 		}
-		ttl, err = l.attempt(ctx, h, lease, false)
+		ttl, err = l.retryable(l.attempt(ctx, h, lease, false))
 		if err != nil || ttl == acquired {
 			return err
 		}
@@ -204,7 +207,7 @@ func (l *Lock) lockFair(ctx context.Context, h *hold, wait bool, lease time.Dura
 			l.leave(h)
 		}
 	}()
-	ttl, err := l.attempt(ctx, h, lease, true)
+	ttl, err := l.retryable(l.attempt(ctx, h, lease, true))
 	if err != nil || ttl == acquired {
 		granted = err == nil
 		return err
@@ -227,7 +230,7 @@ func (l *Lock) lockFair(ctx context.Context, h *hold, wait bool, lease time.Dura
 		case <-l.c.closing:
 			return rlock.ErrClosed
 		}
-		ttl, err = l.attempt(ctx, h, lease, true)
+		ttl, err = l.retryable(l.attempt(ctx, h, lease, true))
 		if err != nil || ttl == acquired {
 			granted = err == nil
 			return err
@@ -250,7 +253,7 @@ func (l *Lock) leave(h *hold) {
 		if h.count > 0 || h.waiting.Load() > 0 {
 			return
 		}
-		err := scripts.FairLeave.Run(context.Background(), l.c.rdb, l.keys[:3],
+		err := l.c.run(context.Background(), scripts.FairLeave, l.keys[:3],
 			h.key.field, rlock.UnlockMessage, l.channel).Err()
 		if err != nil {
 			l.c.logger().Warn("rlock: leaving the fair queue failed; the place lapses at its deadline",
@@ -260,6 +263,20 @@ func (l *Lock) leave(h *hold) {
 	if !l.c.goBackground(run) {
 		run()
 	}
+}
+
+// notReplicatedPause is how long a waiting Lock pauses before trying again
+// after an acquisition was undone because no replica acknowledged it.
+const notReplicatedPause = 100 * time.Millisecond
+
+// retryable turns an acquisition undone for lack of replica
+// acknowledgement into a short wait, for the calls that wait.
+func (l *Lock) retryable(ttl time.Duration, err error) (time.Duration, error) {
+	if errors.Is(err, rlock.ErrNotReplicated) {
+		l.c.logger().Warn("rlock: acquisition undone, no replica acknowledged it; trying again", "lock", l.name, "err", err)
+		return notReplicatedPause, nil
+	}
+	return ttl, err
 }
 
 // waitBound is how long to wait before the next attempt, given the TTL the
@@ -329,20 +346,31 @@ func (l *Lock) attemptLocked(ctx context.Context, h *hold, lease time.Duration, 
 	}
 	sent := time.Now()
 	fencing := boolArg(l.cfg.Fencing)
-	var cmd *redis.Cmd
+	script, args := scripts.Lock, []any{lease.Milliseconds(), h.key.field, h.count, fencing}
 	if l.cfg.Kind == Fair {
-		cmd = scripts.FairLock.Run(context.WithoutCancel(ctx), l.c.rdb, l.keys,
-			lease.Milliseconds(), h.key.field, h.count, fencing, l.cfg.QueueTimeout.Milliseconds(), boolArg(join))
-	} else {
-		cmd = scripts.Lock.Run(context.WithoutCancel(ctx), l.c.rdb, l.keys,
-			lease.Milliseconds(), h.key.field, h.count, fencing)
+		script = scripts.FairLock
+		args = append(args, l.cfg.QueueTimeout.Milliseconds(), boolArg(join))
 	}
+	cmd, sync, syncErr := l.c.runAcquire(context.WithoutCancel(ctx), script, l.keys, args...)
 	res, err := cmd.Int64Slice()
 	if err != nil {
 		return 0, fmt.Errorf("rlock: acquiring %q: %w", l.name, err)
 	}
 	if len(res) < 2 || res[0] == 1 && (len(res) != 3 || res[1] < 1 || res[2] < 0) || res[0] == 0 && len(res) != 2 || res[0] != 0 && res[0] != 1 {
 		return 0, fmt.Errorf("%w: acquire script replied %v", rlock.ErrUnexpectedReply, res)
+	}
+	if res[0] == 1 && (syncErr != nil || sync.Unsynced()) {
+		// Granted, but no replica is known to have it: a failover now
+		// could hand the lock to someone else. Undo this acquisition.
+		why := fmt.Errorf("%w: none of %d replicas acknowledged %q within %v", rlock.ErrNotReplicated, sync.Replicas, l.name, l.c.sync.Timeout())
+		if syncErr != nil {
+			why = fmt.Errorf("%w: %q: %w", rlock.ErrNotReplicated, l.name, syncErr)
+		}
+		h.count = res[1]
+		if err := l.releaseLocked(ctx, h); err != nil {
+			return 0, fmt.Errorf("%w (and undoing the acquisition: %w)", why, err)
+		}
+		return 0, why
 	}
 	if res[0] == 0 {
 		if h.count > 0 { // the owner believed it held the lock: it was lost
@@ -431,7 +459,7 @@ func (l *Lock) SetLease(ctx context.Context, lease time.Duration) error {
 		ttl = l.c.wd.LeaseDuration()
 	}
 	sent := time.Now()
-	res, err := scripts.Renew.Run(context.WithoutCancel(ctx), l.c.rdb, []string{l.name},
+	res, err := l.c.run(context.WithoutCancel(ctx), scripts.Renew, []string{l.name},
 		ttl.Milliseconds(), field).Int64Slice()
 	if err == nil && len(res) != 1 {
 		err = fmt.Errorf("%w: renew script replied %v", rlock.ErrUnexpectedReply, res)
@@ -481,11 +509,11 @@ func (l *Lock) releaseLocked(ctx context.Context, h *hold) error {
 	var cmd *redis.Cmd
 	if l.cfg.Kind == Fair {
 		keys := []string{l.keys[0], l.keys[1], l.keys[2], l.latchKey()}
-		cmd = scripts.FairUnlock.Run(context.WithoutCancel(ctx), l.c.rdb, keys,
+		cmd = l.c.run(context.WithoutCancel(ctx), scripts.FairUnlock, keys,
 			lease.Milliseconds(), h.key.field, h.count, rlock.UnlockMessage, l.c.replay.Milliseconds(), l.channel)
 	} else {
 		keys := []string{l.name, l.channel, l.latchKey()}
-		cmd = scripts.Unlock.Run(context.WithoutCancel(ctx), l.c.rdb, keys,
+		cmd = l.c.run(context.WithoutCancel(ctx), scripts.Unlock, keys,
 			lease.Milliseconds(), h.key.field, h.count, rlock.UnlockMessage, l.c.replay.Milliseconds())
 	}
 	res, err := cmd.Int64Slice()
@@ -542,11 +570,11 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	var cmd *redis.Cmd
 	if l.cfg.Kind == Fair {
 		keys := []string{l.keys[0], l.keys[1], l.keys[2], l.latchKey()}
-		cmd = scripts.FairForceUnlock.Run(context.WithoutCancel(ctx), l.c.rdb, keys,
+		cmd = l.c.run(context.WithoutCancel(ctx), scripts.FairForceUnlock, keys,
 			rlock.UnlockMessage, l.c.replay.Milliseconds(), l.channel)
 	} else {
 		keys := []string{l.name, l.channel, l.latchKey()}
-		cmd = scripts.ForceUnlock.Run(context.WithoutCancel(ctx), l.c.rdb, keys,
+		cmd = l.c.run(context.WithoutCancel(ctx), scripts.ForceUnlock, keys,
 			rlock.UnlockMessage, l.c.replay.Milliseconds())
 	}
 	n, err := cmd.Int64()
@@ -608,7 +636,7 @@ func (l *Lock) Queue(ctx context.Context) ([]QueuedWaiter, time.Time, error) {
 	if l.cfg.Kind != Fair {
 		return nil, time.Time{}, fmt.Errorf("%w: %q is not a fair lock", rlock.ErrInvalidArgument, l.name)
 	}
-	res, err := scripts.FairQueue.Run(ctx, l.c.rdb, l.keys[:3]).Slice()
+	res, err := l.c.run(ctx, scripts.FairQueue, l.keys[:3]).Slice()
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("rlock: reading the queue of %q: %w", l.name, err)
 	}

@@ -37,7 +37,7 @@ func acquire(t *testing.T, s *replsync.Syncer, name, owner string, count int) (i
 	require.NoError(t, err)
 	reply, err := cmd.Int64Slice()
 	require.NoError(t, err)
-	require.Len(t, reply, 2)
+	require.GreaterOrEqual(t, len(reply), 2)
 	if reply[0] == 0 {
 		return 0, res
 	}
@@ -165,7 +165,7 @@ func TestUnsyncedLockIsLostOnFailover(t *testing.T) {
 	r.Link.Blackhole(true)
 	reply, err := scripts.Lock.Run(ctx, rdb, []string{plain}, lease.Milliseconds(), "c:1", 0).Int64Slice()
 	require.NoError(t, err)
-	require.Equal(t, []int64{1, 1}, reply, "acquired, as far as the master knows")
+	require.Equal(t, []int64{1, 1, 0}, reply, "acquired, as far as the master knows")
 	_, res := acquire(t, s, synced, "c:1", 0)
 	require.True(t, res.Unsynced(), "with sync the caller is told: %+v", res)
 
@@ -175,7 +175,7 @@ func TestUnsyncedLockIsLostOnFailover(t *testing.T) {
 	require.Equal(t, "", hget(t, promoted, plain, "c:1"), "the unsynced lock did not survive the failover")
 	reply, err = scripts.Lock.Run(ctx, promoted, []string{plain}, lease.Milliseconds(), "c:2", 0).Int64Slice()
 	require.NoError(t, err)
-	require.Equal(t, []int64{1, 1}, reply, "another owner takes it: two holders believe they hold it")
+	require.Equal(t, []int64{1, 1, 0}, reply, "another owner takes it: two holders believe they hold it")
 }
 
 // After SCRIPT FLUSH (what a promoted replica looks like) the pipelined
