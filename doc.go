@@ -35,7 +35,12 @@
 //     as soon as it learns of it, or as soon as the lease has certainly run
 //     out while Redis was unreachable — but a paused process learns nothing
 //     while paused. Check Done before acting, keep critical sections short,
-//     and protect the resource itself with a fencing token where it matters.
+//     and protect the resource itself with a fencing token where it matters:
+//     with WithFencing (reentrant and fair), every grant from free to held
+//     draws a token strictly larger than any before on that name, and a
+//     store that refuses tokens lower than one it has seen refuses the
+//     paused holder's late writes. The counter lives in Redis: a restart
+//     without persistence starts it again.
 //   - Replication is asynchronous. A failover can promote a replica that
 //     never saw the lock, and a second owner then gets it.
 //   - A Redis restart without persistence deletes every lock; holders are

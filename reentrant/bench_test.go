@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rlock-go/rlock/fair"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/reentrant"
 )
@@ -114,6 +116,22 @@ func BenchmarkContended(b *testing.B) {
 				return l.Lock, l.Unlock
 			})
 		})
+		b.Run("fair", func(b *testing.B) {
+			clients := map[*redis.Client]*reentrant.Client{}
+			contended(b, be, func(rdb *redis.Client, name string) (lock, unlock func(context.Context) error) {
+				c := clients[rdb]
+				if c == nil {
+					var err error
+					if c, err = reentrant.NewClient(rdb); err != nil {
+						b.Fatal(err)
+					}
+					b.Cleanup(func() { _ = c.Close() })
+					clients[rdb] = c
+				}
+				l, _ := fair.New(c, name)
+				return l.Lock, l.Unlock
+			})
+		})
 		b.Run("floor", func(b *testing.B) {
 			contended(b, be, func(rdb *redis.Client, name string) (lock, unlock func(context.Context) error) {
 				token := fmt.Sprint(rand.Uint64())
@@ -146,6 +164,9 @@ func contended(b *testing.B, be *redistest.Backend, newLock lockPair) {
 		_ = floorUnlock.Load(ctx, rdbs[i])
 	}
 	var grants, handoffs, inside, last atomic.Int64
+	var relMu sync.Mutex
+	var released time.Time        // when the last holder started its Unlock
+	var latencies []time.Duration // release to the next grant to another goroutine
 	hook.n.Store(0)
 	start := time.Now()
 	b.ResetTimer()
@@ -167,10 +188,19 @@ func contended(b *testing.B, be *redistest.Backend, newLock lockPair) {
 				}
 				if last.Swap(int64(g)) != int64(g) {
 					handoffs.Add(1)
+					now := time.Now()
+					relMu.Lock()
+					if !released.IsZero() {
+						latencies = append(latencies, now.Sub(released))
+					}
+					relMu.Unlock()
 				}
 				grants.Add(1)
 				spin(100 * time.Microsecond)
 				inside.Add(-1)
+				relMu.Lock()
+				released = time.Now()
+				relMu.Unlock()
 				if err := unlock(ctx); err != nil {
 					b.Error(err)
 					return
@@ -185,6 +215,14 @@ func contended(b *testing.B, be *redistest.Backend, newLock lockPair) {
 	b.ReportMetric(g/elapsed.Seconds(), "grants/s")
 	b.ReportMetric(float64(hook.n.Load())/g, "cmds/grant")
 	b.ReportMetric(float64(handoffs.Load())/g, "handoff-share")
+	if len(latencies) > 0 {
+		slices.Sort(latencies)
+		pct := func(p float64) float64 {
+			return float64(latencies[int(p*float64(len(latencies)-1))].Microseconds())
+		}
+		b.ReportMetric(pct(0.50), "p50-handoff-us")
+		b.ReportMetric(pct(0.99), "p99-handoff-us")
+	}
 }
 
 // spin keeps the goroutine busy for d, like real work (a sleep would hand

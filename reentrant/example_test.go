@@ -130,3 +130,50 @@ func Example_owner() {
 	// true
 	// 2
 }
+
+// A store that remembers the highest fencing token it has seen refuses a
+// write from a holder whose lock has meanwhile been granted to another.
+func ExampleWithFencing() {
+	srv, err := miniredis.Run()
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer rdb.Close()
+	c, _ := reentrant.NewClient(rdb)
+	defer c.Close()
+	ctx := context.Background()
+
+	store := &fencedStore{}
+	slow, _ := reentrant.New(c, "ledger:7", reentrant.WithFencing(), reentrant.WithLease(time.Minute))
+	fast, _ := reentrant.New(c, "ledger:7", reentrant.WithFencing())
+
+	_ = slow.Lock(ctx)
+	staleToken := slow.Token()
+	_, _ = fast.ForceUnlock(ctx) // stands in for slow's lease running out during a pause
+	_ = fast.Lock(ctx)
+	fmt.Println("fast writes:", store.write(fast.Token(), "balance=90"))
+	_ = fast.Unlock(ctx)
+	fmt.Println("slow writes:", store.write(staleToken, "balance=100"))
+	fmt.Println("stored:", store.value)
+	// Output:
+	// fast writes: <nil>
+	// slow writes: stale token 1 (seen 2)
+	// stored: balance=90
+}
+
+// fencedStore accepts a write only with a token at least as high as any
+// it has seen.
+type fencedStore struct {
+	highest int64
+	value   string
+}
+
+func (s *fencedStore) write(token int64, value string) error {
+	if token < s.highest {
+		return fmt.Errorf("stale token %d (seen %d)", token, s.highest)
+	}
+	s.highest, s.value = token, value
+	return nil
+}

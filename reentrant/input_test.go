@@ -48,12 +48,19 @@ func TestBadInputIsAnErrorNotAPanic(t *testing.T) {
 		_, err = reentrant.New(c, name)
 		require.ErrorIs(t, err, rlock.ErrInvalidArgument)
 	}
-	for _, lease := range []time.Duration{0, -time.Second, time.Microsecond} {
+	for _, lease := range []time.Duration{-time.Second, time.Microsecond} {
 		_, err = reentrant.New(c, "x", reentrant.WithLease(lease))
 		require.ErrorIs(t, err, rlock.ErrInvalidArgument)
 	}
+	_, err = reentrant.New(c, "x", reentrant.WithLease(rlock.WatchdogMode))
+	require.NoError(t, err, "WatchdogMode is the default lease")
 	l, err := reentrant.New(c, "x", nil)
 	require.NoError(t, err)
+	for _, lease := range []time.Duration{-time.Second, time.Microsecond} {
+		require.ErrorIs(t, l.LockLease(context.Background(), lease), rlock.ErrInvalidArgument)
+		require.ErrorIs(t, l.TryLockLease(context.Background(), lease), rlock.ErrInvalidArgument)
+		require.ErrorIs(t, l.SetLease(context.Background(), lease), rlock.ErrInvalidArgument)
+	}
 
 	// A bad owner in the context is refused before any I/O.
 	for _, id := range []string{"", "#1", "a\nb", strings.Repeat("o", rlock.MaxOwnerLen+1)} {

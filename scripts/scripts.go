@@ -6,7 +6,8 @@
 // The scripts are portable between Redis 7.0 and miniredis: no shebang
 // lines, no FUNCTION, no SPUBLISH. Each documents its KEYS, ARGV and reply
 // at the top of its file. All keys a script touches share the lock's hash
-// slot, so they run unchanged on Redis Cluster.
+// slot, so they run unchanged on Redis Cluster. The fair-lock scripts share
+// a prelude (fair_common.lua) that is prepended to each.
 package scripts
 
 import (
@@ -24,6 +25,18 @@ var (
 	forceUnlockSrc string
 	//go:embed renew.lua
 	renewSrc string
+	//go:embed fair_common.lua
+	fairCommonSrc string
+	//go:embed fair_lock.lua
+	fairLockSrc string
+	//go:embed fair_unlock.lua
+	fairUnlockSrc string
+	//go:embed fair_force_unlock.lua
+	fairForceUnlockSrc string
+	//go:embed fair_leave.lua
+	fairLeaveSrc string
+	//go:embed fair_queue.lua
+	fairQueueSrc string
 )
 
 var (
@@ -33,11 +46,29 @@ var (
 	Unlock = redis.NewScript(unlockSrc)
 	// ForceUnlock deletes a lock whoever holds it (see force_unlock.lua).
 	ForceUnlock = redis.NewScript(forceUnlockSrc)
-	// Renew renews a batch of leases for the watchdog (see renew.lua).
+	// Renew renews a batch of leases for the watchdog (see renew.lua). It
+	// serves both lock kinds: a fair lock's hash is a reentrant lock's.
 	Renew = redis.NewScript(renewSrc)
+
+	// FairLock acquires one hold of a fair lock or queues for it (see
+	// fair_lock.lua).
+	FairLock = fair(fairLockSrc)
+	// FairUnlock releases one hold of a fair lock (see fair_unlock.lua).
+	FairUnlock = fair(fairUnlockSrc)
+	// FairForceUnlock deletes a fair lock whoever holds it (see
+	// fair_force_unlock.lua).
+	FairForceUnlock = fair(fairForceUnlockSrc)
+	// FairLeave takes a waiter out of a fair lock's queue (see
+	// fair_leave.lua).
+	FairLeave = fair(fairLeaveSrc)
+	// FairQueue reads a fair lock's queue (see fair_queue.lua).
+	FairQueue = fair(fairQueueSrc)
 )
+
+func fair(src string) *redis.Script { return redis.NewScript(fairCommonSrc + "\n" + src) }
 
 // All lists every script, for preloading (SCRIPT LOAD) on each server.
 func All() []*redis.Script {
-	return []*redis.Script{Lock, Unlock, ForceUnlock, Renew}
+	return []*redis.Script{Lock, Unlock, ForceUnlock, Renew,
+		FairLock, FairUnlock, FairForceUnlock, FairLeave, FairQueue}
 }

@@ -500,7 +500,10 @@ func TestProxyCloseEndsEverything(t *testing.T) {
 	for _, conn := range []net.Conn{quiet, slow} {
 		require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
 		_, err := conn.Read(make([]byte, 1))
-		require.ErrorIs(t, err, io.EOF)
+		// A close with unread data in the proxy's socket reads as a reset.
+		if !errors.Is(err, syscall.ECONNRESET) {
+			require.ErrorIs(t, err, io.EOF)
+		}
 	}
 	_, err = net.DialTimeout("tcp", p.Addr(), time.Second)
 	require.Error(t, err, "the listener is still open")

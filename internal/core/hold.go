@@ -1,4 +1,4 @@
-package reentrant
+package core
 
 import (
 	"sync"
@@ -24,16 +24,21 @@ type hold struct {
 	lease time.Duration // TTL restored by a release that leaves holds
 	watch *watchdog.Lease
 	ep    atomic.Pointer[epoch] // the current holding period
+
+	waiting atomic.Int32 // fair lock: the owner's Lock calls waiting in the queue
 }
+
+type watchdogLease = watchdog.Lease
 
 // epoch is one holding period: from free to held until released or lost.
 type epoch struct {
-	done chan struct{}
-	once sync.Once
-	err  error // written before done is closed
+	done  chan struct{}
+	once  sync.Once
+	err   error // written before done is closed
+	token int64 // fencing token, 0 without fencing
 }
 
-func newEpoch() *epoch { return &epoch{done: make(chan struct{})} }
+func newEpoch(token int64) *epoch { return &epoch{done: make(chan struct{}), token: token} }
 
 // end closes the epoch, with err nil for a release or the loss otherwise.
 // Only the first call has an effect.

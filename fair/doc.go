@@ -1,0 +1,58 @@
+// Package fair implements Redisson's RFairLock for Go: a reentrant
+// distributed lock on Redis that is granted in strict arrival order. It
+// shares its data layout with Redisson (the lock hash, the queue list
+// "redisson_lock_queue:{name}" and the deadline sorted set
+// "redisson_lock_timeout:{name}"), and shares everything else with package
+// reentrant: the same *reentrant.Client, owners, leases, watchdog, loss
+// reporting and exactly-once effects.
+//
+//	c, err := reentrant.NewClient(rdb)
+//	...
+//	l, err := fair.New(c, "payouts")
+//	...
+//	if err := l.Lock(ctx); err != nil {
+//		return err // ctx ended, client closed, or a Redis error
+//	}
+//	defer l.Unlock(ctx)
+//
+// # Order and wake-ups
+//
+// An owner that cannot take the lock joins the tail of the queue; the lock
+// is granted only to the owner first in line, even when it is free, so
+// nobody overtakes. A release wakes that owner alone, on its own channel
+// ("redisson_lock__channel:{name}:<owner>"), over the client's one shared
+// pub/sub connection: one release costs one wake-up, however many wait.
+// TryLock never joins the queue.
+//
+// # Dead waiters and live ones
+//
+// Each waiter has a deadline in the sorted set. A live waiter renews it to
+// now + the queue timeout (WithQueueTimeout, 30 s by default) at least
+// every third of that timeout, however long it waits. A waiter whose
+// process died stops renewing; when it reaches the head with its deadline
+// passed it is dropped, and the next waiter is granted the lock at the
+// latest at that deadline. This differs from Redisson, whose deadlines are
+// estimates that live waiters never renew, so a waiter that waits longer
+// than the timeout is dropped as dead (Redisson issues #3004, #6150).
+// Deadlines use the Redis server's clock, not the clients'.
+//
+// A waiter whose context ends leaves the queue (in the background, after
+// any attempt still in flight), and if it was first in line while the lock
+// was free, it wakes the next one. The queue keys expire a little after
+// the last deadline, so waiters that all crashed leave nothing behind.
+//
+// # Sharing a lock with Redisson
+//
+// Mutual exclusion and reentrancy interoperate with Redisson's RFairLock.
+// Strict order across the two does not: Redisson shifts other waiters'
+// deadlines by its own wait time when it is granted, which can make rlock
+// waiters look dead (they then rejoin at the tail), and Redisson waiters do
+// not renew their deadlines.
+//
+// # Safety
+//
+// The safety model is the reentrant lock's (see package rlock): a Redis
+// lock expires by wall-clock time and can be lost in a failover; use
+// Done/Err to learn of a loss, and fencing tokens (WithFencing) to make a
+// store reject writes from a holder that lost the lock without knowing.
+package fair

@@ -1,0 +1,194 @@
+package core
+
+import (
+	"fmt"
+	"log/slog"
+	"reflect"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/waiters"
+	"github.com/rlock-go/rlock/watchdog"
+)
+
+// Client is one process's connection to the locks on one Redis deployment:
+// it carries the client ID that prefixes every owner field, the waiter hub
+// (one pub/sub connection shared by every blocked Lock call) and the
+// watchdog (one renewal scheduler for every held lock). Create one per
+// Redis deployment and share it; it is safe for concurrent use.
+type Client struct {
+	rdb      rlock.Redis
+	id       string
+	hub      *waiters.Hub
+	wd       *watchdog.Scheduler
+	replay   time.Duration // lifetime of release latches
+	maxPoll  time.Duration // longest wait between attempts on a lock without expiry
+	closing  chan struct{}
+	closed   atomic.Bool
+	handles  atomic.Uint64 // default owner IDs
+	requests atomic.Uint64 // request IDs
+
+	log *slog.Logger
+
+	bgMu     sync.Mutex
+	bgClosed bool           // no more background work: Close waits for bg
+	bg       sync.WaitGroup // attempts finishing after their caller's ctx ended
+
+	mu    sync.Mutex
+	holds map[holdKey]*hold
+}
+
+// Config is a validated client configuration (see reentrant's options).
+type Config struct {
+	ID       string            // client ID; empty: a random UUID
+	Replay   time.Duration     // latch lifetime; 0: derived from rdb's options
+	MaxPoll  time.Duration     // longest wait on a lock without expiry; 0: 1 s
+	Watchdog []watchdog.Option // the watchdog's options
+	Logger   *slog.Logger      // where background failures are logged; nil: nowhere
+}
+
+// NewClient returns a client that runs its locks through rdb. It does no
+// I/O and starts no goroutine.
+func NewClient(rdb rlock.Redis, cfg Config) (*Client, error) {
+	if IsNil(rdb) {
+		return nil, fmt.Errorf("%w: nil Redis client", rlock.ErrInvalidArgument)
+	}
+	if cfg.ID == "" {
+		cfg.ID = uuid.NewString()
+	}
+	if cfg.Replay <= 0 {
+		cfg.Replay = replayWindow(rdb)
+	}
+	if cfg.MaxPoll <= 0 {
+		cfg.MaxPoll = time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	wd, err := watchdog.New(rdb, cfg.Watchdog...)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{
+		rdb:     rdb,
+		id:      cfg.ID,
+		hub:     waiters.New(rdb),
+		wd:      wd,
+		replay:  cfg.Replay,
+		maxPoll: cfg.MaxPoll,
+		log:     cfg.Logger,
+		closing: make(chan struct{}),
+		holds:   make(map[holdKey]*hold),
+	}, nil
+}
+
+// IsNil reports whether v is nil or a typed nil pointer, map, etc.
+func IsNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// replayWindow bounds how long go-redis may go on re-sending one command.
+func replayWindow(rdb rlock.Redis) time.Duration {
+	var retries int
+	var dial, read, write, backoff time.Duration
+	switch c := rdb.(type) {
+	case interface{ Options() *redis.Options }: // Client, failover Client
+		o := c.Options()
+		retries, dial, read, write, backoff = o.MaxRetries, o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.MaxRetryBackoff
+	case *redis.ClusterClient:
+		o := c.Options()
+		retries, dial, read, write, backoff = o.MaxRetries, o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.MaxRetryBackoff
+	case *redis.Ring:
+		o := c.Options()
+		retries, dial, read, write, backoff = o.MaxRetries, o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.MaxRetryBackoff
+	default:
+		return time.Minute
+	}
+	pos := func(d time.Duration) time.Duration {
+		if d <= 0 { // no timeout configured: assume a generous one
+			return 30 * time.Second
+		}
+		return d
+	}
+	w := time.Duration(max(retries, 0)) * (pos(dial) + pos(read) + pos(write) + max(backoff, 0))
+	return min(max(w, time.Second), 5*time.Minute)
+}
+
+// ID returns the client ID, the first half of every owner field.
+func (c *Client) ID() string { return c.id }
+
+// Watchdog returns the client's renewal scheduler, for its settings and
+// statistics.
+func (c *Client) Watchdog() *watchdog.Scheduler { return c.wd }
+
+// Waiters returns a snapshot of the client's waiter hub.
+func (c *Client) Waiters() waiters.Stats { return c.hub.Stats() }
+
+// Close stops the watchdog and closes the pub/sub connection. It first
+// waits for acquire attempts still finishing in the background after their
+// caller's context ended (each bounded by the Redis client's timeouts).
+// Blocked Lock calls return ErrClosed; every lock still held by this client is reported
+// lost (its Done channel closes, its Err wraps ErrLockLost and ErrClosed),
+// since nothing renews it any more: it expires when its lease runs out.
+// Close sends nothing itself and does not close the go-redis client. It is
+// idempotent and returns nil.
+func (c *Client) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	close(c.closing)
+	c.bgMu.Lock()
+	c.bgClosed = true
+	c.bgMu.Unlock()
+	c.bg.Wait() // bounded by the Redis client's timeouts
+	c.wd.Close()
+	c.hub.Close()
+	c.mu.Lock()
+	eps := make([]*epoch, 0, len(c.holds))
+	for _, h := range c.holds {
+		if ep := h.ep.Load(); ep != nil {
+			eps = append(eps, ep)
+		}
+	}
+	c.mu.Unlock()
+	for _, ep := range eps {
+		ep.end(fmt.Errorf("%w: %w", rlock.ErrLockLost, rlock.ErrClosed))
+	}
+	return nil
+}
+
+// goBackground runs f in a goroutine that Close waits for, and reports
+// false (running nothing) once Close has started waiting.
+func (c *Client) goBackground(f func()) bool {
+	c.bgMu.Lock()
+	defer c.bgMu.Unlock()
+	if c.bgClosed {
+		return false
+	}
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		f()
+	}()
+	return true
+}
+
+func (c *Client) logger() *slog.Logger { return c.log }
+
+func (c *Client) requestID() string {
+	return c.id + ":" + strconv.FormatUint(c.requests.Add(1), 36)
+}

@@ -1,0 +1,39 @@
+-- Prelude of every fair-lock script (prepended to each when it is loaded).
+-- KEYS[1]  the lock hash (Redisson RLock layout)
+-- KEYS[2]  the queue: a list of waiting owner fields, head first
+-- KEYS[3]  the deadlines: a sorted set, owner field -> epoch ms until which
+--          the waiter counts as alive
+--
+-- A live waiter renews its deadline every time it polls (at least every
+-- third of the queue timeout), so a deadline in the past means a dead
+-- waiter: it is pruned when it reaches the head. Times are the server's
+-- (TIME), so client clocks do not matter.
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- prune removes dead waiters (deadline passed, or none) from the head of
+-- the queue and returns the live head, or false when the queue is empty.
+local function prune(now)
+  while true do
+    local head = redis.call('LINDEX', KEYS[2], 0)
+    if not head then
+      return false
+    end
+    local deadline = redis.call('ZSCORE', KEYS[3], head)
+    if deadline and tonumber(deadline) > now then
+      return head
+    end
+    redis.call('LPOP', KEYS[2])
+    redis.call('ZREM', KEYS[3], head)
+  end
+end
+
+-- wake publishes msg on the channel of waiter head, if there is one.
+local function wake(prefix, head, msg)
+  if head then
+    redis.call('PUBLISH', prefix .. ':' .. head, msg)
+  end
+end

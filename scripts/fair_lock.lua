@@ -1,0 +1,71 @@
+-- Acquire one hold of a fair lock, or join (or stay in) its queue.
+-- KEYS[1..3]  the lock hash, queue and deadlines (see fair_common.lua)
+-- KEYS[4]     the lock's fencing token counter
+-- ARGV[1]     lease in milliseconds
+-- ARGV[2]     owner field
+-- ARGV[3]     the owner's hold count as the client last saw it (0 if none)
+-- ARGV[4]     "1" to issue fencing tokens, "0" not to
+-- ARGV[5]     queue timeout in milliseconds: a queued waiter's deadline is
+--             renewed to now + this on every call
+-- ARGV[6]     "1" to join the queue (or renew the place in it) when the lock
+--             cannot be taken now; "0" for a one-shot try that never queues
+-- Reply:      {1, holds, token}  acquired (as lock.lua)
+--             {0, wait}          not acquired; wait = the lock's PTTL when it
+--                                is held (-1: no expiry), or the ms until the
+--                                head waiter's deadline when it is free but
+--                                another waiter is first in line
+--
+-- A grant pops the owner from the head; a re-sent grant is recognised by
+-- the hold count (as in lock.lua); joining twice keeps one place.
+local function token(grant)
+  if ARGV[4] ~= '1' then
+    return 0
+  end
+  if grant then
+    return redis.call('INCR', KEYS[4])
+  end
+  return tonumber(redis.call('GET', KEYS[4]) or '0') or 0
+end
+
+local now = now_ms()
+local head = prune(now)
+local held = tonumber(redis.call('HGET', KEYS[1], ARGV[2]) or '0') or 0
+if held > 0 then
+  if held ~= tonumber(ARGV[3]) + 1 then
+    held = redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
+  end
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  return {1, held, token(false)}
+end
+
+local free = redis.call('EXISTS', KEYS[1]) == 0
+if free and (not head or head == ARGV[2]) then
+  if head then
+    redis.call('LPOP', KEYS[2])
+  end
+  redis.call('ZREM', KEYS[3], ARGV[2])
+  redis.call('HSET', KEYS[1], ARGV[2], 1)
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  return {1, 1, token(true)}
+end
+
+local wait
+if free then
+  wait = math.max(0, tonumber(redis.call('ZSCORE', KEYS[3], head)) - now)
+else
+  wait = redis.call('PTTL', KEYS[1])
+end
+if ARGV[6] == '1' then
+  local timeout = tonumber(ARGV[5])
+  if not redis.call('ZSCORE', KEYS[3], ARGV[2]) then
+    redis.call('RPUSH', KEYS[2], ARGV[2])
+  end
+  redis.call('ZADD', KEYS[3], now + timeout, ARGV[2])
+  -- The queue keys outlive the last deadline by a little, so waiters that
+  -- all crashed leave nothing behind for long.
+  local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+  local keep = math.max(timeout, tonumber(last[2]) - now) + 1000
+  redis.call('PEXPIRE', KEYS[2], keep)
+  redis.call('PEXPIRE', KEYS[3], keep)
+end
+return {0, wait}
