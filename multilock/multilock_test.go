@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/fair"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/multilock"
 	"github.com/rlock-go/rlock/reentrant"
@@ -456,3 +457,40 @@ func (p *plainLocker) Lock(ctx context.Context) error {
 }
 func (p *plainLocker) TryLock(ctx context.Context) error { return p.Lock(ctx) }
 func (p *plainLocker) Unlock(ctx context.Context) error  { return p.f.Unlock(ctx) }
+
+// Real members: reentrant and fair locks on three servers, with a lease.
+func TestRealMembersGetTheLease(t *testing.T) {
+	eachServers(t, 3, func(t *testing.T, _ []*redistest.Backend, cs []*reentrant.Client) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		ls := handles(t, cs[:2], name)
+		fl, err := fair.New(cs[2], name+":fair")
+		require.NoError(t, err)
+		ls = append(ls, fl)
+		const lease = 20 * time.Second
+		m := newMulti(t, ls, multilock.WithLease(lease))
+		require.NoError(t, m.Lock(ctx))
+		for _, l := range ls {
+			ttl, err := l.(interface {
+				TTL(context.Context) (time.Duration, error)
+			}).TTL(ctx)
+			require.NoError(t, err)
+			// The watchdog lease (30 s) while acquiring, then the lease.
+			require.LessOrEqual(t, ttl, lease, l.Name())
+			require.Greater(t, ttl, lease/2, l.Name())
+		}
+		// Back to watchdog mode: the TTL is the watchdog lease again.
+		require.NoError(t, m.SetLease(ctx, rlock.WatchdogMode))
+		ttl, err := fl.TTL(ctx)
+		require.NoError(t, err)
+		require.Greater(t, ttl, lease)
+		require.NoError(t, m.Unlock(ctx))
+		for _, l := range ls {
+			locked, err := l.(interface {
+				IsLocked(context.Context) (bool, error)
+			}).IsLocked(ctx)
+			require.NoError(t, err)
+			require.False(t, locked)
+		}
+	})
+}

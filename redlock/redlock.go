@@ -36,7 +36,10 @@ type RedLock struct {
 	last    *holding
 }
 
-var _ rlock.Locker = (*RedLock)(nil)
+var (
+	_ rlock.Locker      = (*RedLock)(nil)
+	_ rlock.LeaseLocker = (*RedLock)(nil)
+)
 
 type node struct {
 	lock    *reentrant.Lock
@@ -51,13 +54,14 @@ type pendingKey struct {
 
 // holding is one owner's holding of the RedLock.
 type holding struct {
-	count int
-	held  []bool    // nodes that granted
-	until time.Time // end of validity; zero in watchdog mode
-	stop  chan struct{}
-	done  chan struct{}
-	once  sync.Once
-	err   error // written before done is closed
+	count  int
+	held   []bool         // nodes that granted
+	until  time.Time      // end of validity; zero in watchdog mode; guarded by RedLock.mu
+	retime chan time.Time // new values of until, for the watcher
+	stop   chan struct{}
+	done   chan struct{}
+	once   sync.Once
+	err    error // written before done is closed
 }
 
 func (h *holding) end(err error) {
@@ -86,12 +90,12 @@ type config struct {
 	names              []string
 }
 
-// WithLease gives the lock an explicit lease: every node's lock expires d
-// after it was granted and nothing renews it; the holder may rely on it
-// until Until, which is d minus the acquisition time and the clock drift
-// allowance. d must be at least 1 ms. Default: watchdog mode, every node's
-// lock gets its client's watchdog lease (30 s by default) and is renewed
-// while held.
+// WithLease sets the lease of Lock and TryLock (LockLease and TryLockLease
+// choose one per call): every node's lock expires d after it was granted
+// and nothing renews it; the holder may rely on it until Until, which is d
+// minus the acquisition time and the clock drift allowance. d must be at
+// least 1 ms. Default: watchdog mode, every node's lock gets its client's
+// watchdog lease (30 s by default) and is renewed while held.
 func WithLease(d time.Duration) Option {
 	return func(c *config) error {
 		if d < time.Millisecond {
@@ -162,10 +166,6 @@ func New(name string, nodes []*reentrant.Client, opts ...Option) (*RedLock, erro
 	if cfg.names != nil && len(cfg.names) != len(nodes) {
 		return nil, fmt.Errorf("%w: %d node names for %d nodes", rlock.ErrInvalidArgument, len(cfg.names), len(nodes))
 	}
-	var lopts []reentrant.Option
-	if cfg.lease > 0 {
-		lopts = append(lopts, reentrant.WithLease(cfg.lease))
-	}
 	r := &RedLock{
 		name:     name,
 		nodes:    make([]node, len(nodes)),
@@ -186,7 +186,7 @@ func New(name string, nodes []*reentrant.Client, opts ...Option) (*RedLock, erro
 			return nil, fmt.Errorf("%w: nodes %d and %d are the same client", rlock.ErrInvalidArgument, j, i)
 		}
 		seen[c] = i
-		l, err := reentrant.New(c, name, lopts...)
+		l, err := reentrant.New(c, name)
 		if err != nil {
 			return nil, err
 		}
@@ -212,7 +212,7 @@ func (r *RedLock) Quorum() int { return r.quorum }
 // returns an error wrapping ctx's error (never rlock.ErrNotObtained; the
 // last attempt's failure is in its text) and holds nothing more than
 // before. Errors other than "not obtained" (a bad owner ID) end it at once.
-func (r *RedLock) Lock(ctx context.Context) error { return r.acquire(ctx, true) }
+func (r *RedLock) Lock(ctx context.Context) error { return r.acquire(ctx, r.lease, true) }
 
 // TryLock makes one attempt: it asks every node in parallel and waits for
 // each at most the per-node wait (see WithNodeWait), so a node that is
@@ -228,9 +228,85 @@ func (r *RedLock) Lock(ctx context.Context) error { return r.acquire(ctx, true) 
 // after the same clean-up.
 //
 // Re-locking a RedLock this handle holds for the caller's owner only counts
-// one more hold (no I/O), as long as the holding is neither lost nor past
-// its validity; each successful Lock or TryLock needs one Unlock.
-func (r *RedLock) TryLock(ctx context.Context) error { return r.acquire(ctx, false) }
+// one more hold (no I/O; the lease stays as it is, see SetLease), as long as
+// the holding is neither lost nor past its validity; each successful Lock
+// or TryLock needs one Unlock.
+func (r *RedLock) TryLock(ctx context.Context) error { return r.acquire(ctx, r.lease, false) }
+
+// LockLease is Lock with lease for this acquisition instead of the
+// WithLease setting: a lease of at least 1 ms, or rlock.WatchdogMode.
+func (r *RedLock) LockLease(ctx context.Context, lease time.Duration) error {
+	return r.acquire(ctx, lease, true)
+}
+
+// TryLockLease is TryLock with lease for this acquisition instead of the
+// WithLease setting.
+func (r *RedLock) TryLockLease(ctx context.Context, lease time.Duration) error {
+	return r.acquire(ctx, lease, false)
+}
+
+func checkLease(lease time.Duration) error {
+	if lease != rlock.WatchdogMode && lease < time.Millisecond {
+		return fmt.Errorf("%w: lease %v is neither WatchdogMode nor at least 1ms", rlock.ErrInvalidArgument, lease)
+	}
+	return nil
+}
+
+// SetLease changes the lease of the caller's owner's holding on every node
+// that granted it, in parallel (see rlock.LeaseLocker): a positive lease
+// restarts the validity (Until) from now, rlock.WatchdogMode hands every
+// node's lock to its watchdog. It returns an error wrapping
+// rlock.ErrNotHeld, without I/O, when this handle holds nothing for the
+// owner, and a *NodeError wrapping rlock.ErrNotHeld when fewer than a
+// quorum of nodes still held the lock. Like Unlock it runs to completion
+// even when ctx is cancelled.
+func (r *RedLock) SetLease(ctx context.Context, lease time.Duration) error {
+	if err := checkLease(lease); err != nil {
+		return err
+	}
+	owner, err := ownerKey(ctx)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	h := r.holds[owner]
+	r.mu.Unlock()
+	if h == nil {
+		return fmt.Errorf("%w: %q", rlock.ErrNotHeld, r.name)
+	}
+	start := time.Now()
+	errs := r.each(h.held, func(l *reentrant.Lock) error { return l.SetLease(ctx, lease) })
+	var fails []NodeFailure
+	ok := 0
+	for i, held := range h.held {
+		switch {
+		case !held:
+		case errs[i] == nil:
+			ok++
+		default:
+			fails = append(fails, NodeFailure{Index: i, Node: r.nodes[i].label, Err: errs[i]})
+		}
+	}
+	if ok < r.quorum {
+		return &NodeError{Name: r.name, Op: "set lease", Quorum: r.quorum, Held: ok, Failures: fails, sentinel: rlock.ErrNotHeld}
+	}
+	var until time.Time
+	if lease != rlock.WatchdogMode {
+		until = start.Add(lease - Drift(lease))
+	}
+	r.mu.Lock()
+	h.until = until
+	select { // keep only the latest value for the watcher
+	case <-h.retime:
+	default:
+	}
+	h.retime <- until
+	r.mu.Unlock()
+	if len(fails) > 0 {
+		return &NodeError{Name: r.name, Op: "set lease", Quorum: r.quorum, Held: ok, Failures: fails}
+	}
+	return nil
+}
 
 func ownerKey(ctx context.Context) (string, error) {
 	id, _, err := rlock.OwnerFrom(ctx)
@@ -241,7 +317,10 @@ func (r *RedLock) ctxErr(ctx context.Context) error {
 	return fmt.Errorf("redlock: waiting for %q: %w", r.name, ctx.Err())
 }
 
-func (r *RedLock) acquire(ctx context.Context, wait bool) error {
+func (r *RedLock) acquire(ctx context.Context, lease time.Duration, wait bool) error {
+	if err := checkLease(lease); err != nil {
+		return err
+	}
 	owner, err := ownerKey(ctx)
 	if err != nil {
 		return err
@@ -254,7 +333,7 @@ func (r *RedLock) acquire(ctx context.Context, wait bool) error {
 	}
 	var timer *time.Timer
 	for {
-		err := r.attempt(ctx, owner)
+		err := r.attempt(ctx, owner, lease)
 		if err == nil || !wait || !errors.Is(err, rlock.ErrNotObtained) {
 			return err
 		}
@@ -284,32 +363,39 @@ func (r *RedLock) reenter(ctx context.Context, owner string) bool {
 		r.mu.Unlock()
 		return false
 	}
-	if !h.ended() && (h.until.IsZero() || time.Now().Before(h.until)) {
+	until := h.until
+	if !h.ended() && (until.IsZero() || time.Now().Before(until)) {
 		h.count++
 		r.mu.Unlock()
 		return true
 	}
 	delete(r.holds, owner)
 	r.mu.Unlock()
-	h.end(r.expired(h))
+	h.end(r.expired(until))
 	close(h.stop)
 	r.release(ctx, h.held)
 	return false
 }
 
-func (r *RedLock) expired(h *holding) error {
-	return fmt.Errorf("%w: %q: validity ran out at %v", rlock.ErrLockLost, r.name, h.until.Format(time.RFC3339Nano))
+func (r *RedLock) expired(until time.Time) error {
+	return fmt.Errorf("%w: %q: validity ran out at %v", rlock.ErrLockLost, r.name, until.Format(time.RFC3339Nano))
 }
 
 // release releases one hold on each node in which, in parallel, and
 // returns the nodes' errors.
 func (r *RedLock) release(ctx context.Context, which []bool) []error {
+	return r.each(which, func(l *reentrant.Lock) error { return l.Unlock(ctx) })
+}
+
+// each runs fn on the nodes in which, in parallel, and returns their
+// errors by node.
+func (r *RedLock) each(which []bool, fn func(*reentrant.Lock) error) []error {
 	errs := make([]error, len(r.nodes))
 	var wg sync.WaitGroup
 	for i, ok := range which {
 		if ok {
 			l := r.nodes[i].lock
-			wg.Go(func() { errs[i] = l.Unlock(ctx) })
+			wg.Go(func() { errs[i] = fn(l) })
 		}
 	}
 	wg.Wait()
@@ -326,11 +412,11 @@ func (r *RedLock) perNodeWait(ctx context.Context) time.Duration {
 	return DefaultNodeWait
 }
 
-// leaseFor returns the lease the nodes grant: the explicit lease, or the
-// shortest watchdog lease among the nodes' clients.
-func (r *RedLock) leaseFor() time.Duration {
-	if r.lease > 0 {
-		return r.lease
+// leaseFor returns the lease the nodes grant for lease: the explicit
+// lease, or the shortest watchdog lease among the nodes' clients.
+func (r *RedLock) leaseFor(lease time.Duration) time.Duration {
+	if lease != rlock.WatchdogMode {
+		return lease
 	}
 	d := r.nodes[0].wdLease
 	for _, n := range r.nodes[1:] {
@@ -344,7 +430,7 @@ func (r *RedLock) leaseFor() time.Duration {
 func Drift(lease time.Duration) time.Duration { return lease/100 + 2*time.Millisecond }
 
 // attempt is one round over every node, in parallel.
-func (r *RedLock) attempt(ctx context.Context, owner string) error {
+func (r *RedLock) attempt(ctx context.Context, owner string, lease time.Duration) error {
 	n := len(r.nodes)
 	wait := r.perNodeWait(ctx)
 	start := time.Now()
@@ -353,10 +439,10 @@ func (r *RedLock) attempt(ctx context.Context, owner string) error {
 	var wg sync.WaitGroup
 	for i := range r.nodes {
 		if i == n-1 {
-			errs[i] = r.tryNode(nctx, owner, i)
+			errs[i] = r.tryNode(nctx, owner, i, lease)
 			break
 		}
-		wg.Go(func() { errs[i] = r.tryNode(nctx, owner, i) })
+		wg.Go(func() { errs[i] = r.tryNode(nctx, owner, i, lease) })
 	}
 	wg.Wait()
 	cancel()
@@ -379,8 +465,8 @@ func (r *RedLock) attempt(ctx context.Context, owner string) error {
 		r.rollback(ctx, owner, granted, errs)
 		return r.ctxErr(ctx)
 	}
-	lease := r.leaseFor()
-	validity := lease - elapsed - Drift(lease)
+	eff := r.leaseFor(lease)
+	validity := eff - elapsed - Drift(eff)
 	if held < r.quorum || validity <= 0 {
 		r.rollback(ctx, owner, granted, errs)
 		e := &NodeError{Name: r.name, Op: "lock", Quorum: r.quorum, Held: held, Failures: fails, sentinel: rlock.ErrNotObtained}
@@ -389,8 +475,8 @@ func (r *RedLock) attempt(ctx context.Context, owner string) error {
 		}
 		return e
 	}
-	h := &holding{count: 1, held: granted, stop: make(chan struct{}), done: make(chan struct{})}
-	if r.lease > 0 {
+	h := &holding{count: 1, held: granted, retime: make(chan time.Time, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	if lease != rlock.WatchdogMode {
 		h.until = start.Add(validity + elapsed)
 	}
 	r.mu.Lock()
@@ -414,7 +500,7 @@ var errNotSent = errors.New("redlock: an earlier release on the node is still pe
 
 // tryNode makes one attempt on node i, after any clean-up of an earlier
 // attempt of this owner on that node has finished.
-func (r *RedLock) tryNode(ctx context.Context, owner string, i int) error {
+func (r *RedLock) tryNode(ctx context.Context, owner string, i int, lease time.Duration) error {
 	r.mu.Lock()
 	p := r.pending[pendingKey{owner, i}]
 	r.mu.Unlock()
@@ -425,7 +511,7 @@ func (r *RedLock) tryNode(ctx context.Context, owner string, i int) error {
 			return errNotSent
 		}
 	}
-	return r.nodes[i].lock.TryLock(ctx)
+	return r.nodes[i].lock.TryLockLease(ctx, lease)
 }
 
 // rollback releases the nodes that granted, waiting for them, and starts
@@ -469,7 +555,12 @@ func (r *RedLock) rollback(ctx context.Context, owner string, granted []bool, er
 // watch ends h when fewer than a quorum of its nodes still hold the lock,
 // when its validity runs out, or when it is released (h.stop).
 func (r *RedLock) watch(h *holding) {
-	cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(h.stop)}}
+	const fixed = 3 // stop, retime, timer; then the nodes
+	cases := []reflect.SelectCase{
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(h.stop)},
+		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(h.retime)},
+		{Dir: reflect.SelectRecv}, // the validity timer, when there is one
+	}
 	var idx []int
 	for i, ok := range h.held {
 		if ok {
@@ -477,28 +568,42 @@ func (r *RedLock) watch(h *holding) {
 			idx = append(idx, i)
 		}
 	}
-	var timer *time.Timer
-	if !h.until.IsZero() {
-		timer = time.NewTimer(time.Until(h.until))
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(timer.C)})
-	}
 	held := len(idx)
+	until := h.until // the watcher's copy, changed through h.retime
 	go func() {
-		if timer != nil {
-			defer timer.Stop()
+		var timer *time.Timer
+		setTimer := func() {
+			if timer != nil {
+				timer.Stop()
+			}
+			timer, cases[2].Chan = nil, reflect.Value{}
+			if !until.IsZero() {
+				timer = time.NewTimer(time.Until(until))
+				cases[2].Chan = reflect.ValueOf(timer.C)
+			}
 		}
+		setTimer()
+		defer func() {
+			if timer != nil {
+				timer.Stop()
+			}
+		}()
 		var fails []NodeFailure
 		for {
-			chosen, _, _ := reflect.Select(cases)
-			switch {
-			case chosen == 0:
+			chosen, v, _ := reflect.Select(cases)
+			switch chosen {
+			case 0:
 				h.end(nil)
 				return
-			case timer != nil && chosen == len(cases)-1:
-				h.end(r.expired(h))
+			case 1:
+				until = v.Interface().(time.Time)
+				setTimer()
+				continue
+			case 2:
+				h.end(r.expired(until))
 				return
 			}
-			i := idx[chosen-1]
+			i := idx[chosen-fixed]
 			err := r.nodes[i].lock.Err()
 			if err == nil {
 				err = fmt.Errorf("%w: released on the node", rlock.ErrLockLost)
@@ -510,7 +615,7 @@ func (r *RedLock) watch(h *holding) {
 				return
 			}
 			cases = append(cases[:chosen], cases[chosen+1:]...)
-			idx = append(idx[:chosen-1], idx[chosen:]...)
+			idx = append(idx[:chosen-fixed], idx[chosen-fixed+1:]...)
 		}
 	}()
 }
@@ -548,8 +653,8 @@ func (r *RedLock) Unlock(ctx context.Context) error {
 	var lost error
 	if h.ended() {
 		lost = h.err
-	} else if !h.until.IsZero() && !time.Now().Before(h.until) {
-		lost = r.expired(h)
+	} else if until := r.untilOf(h); !until.IsZero() && !time.Now().Before(until) {
+		lost = r.expired(until)
 	}
 	h.end(lost)
 	close(h.stop)
@@ -580,6 +685,12 @@ func (r *RedLock) Unlock(ctx context.Context) error {
 		return errors.Join(lost, err)
 	}
 	return err
+}
+
+func (r *RedLock) untilOf(h *holding) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return h.until
 }
 
 // Until returns the end of the validity of the last acquisition made
