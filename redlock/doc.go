@@ -49,11 +49,11 @@
 // with backoff, about 1.7 s. For RedLock nodes use options such as
 //
 //	&redis.Options{
-//		Addr:         addr,
-//		DialTimeout:  200 * time.Millisecond,
-//		ReadTimeout:  200 * time.Millisecond,
-//		WriteTimeout: 200 * time.Millisecond,
-//		MaxRetries:   1,
+//		Addr:          addr,
+//		DialTimeout:   200 * time.Millisecond,
+//		ReadTimeout:   200 * time.Millisecond,
+//		WriteTimeout:  200 * time.Millisecond,
+//		MaxRetries:    1,
 //		DialerRetries: 1,
 //	}
 //
