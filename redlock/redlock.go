@@ -211,7 +211,8 @@ func (r *RedLock) Quorum() int { return r.quorum }
 // anew for every attempt from the time ctx has left. When ctx ends, Lock
 // returns an error wrapping ctx's error (never rlock.ErrNotObtained; the
 // last attempt's failure is in its text) and holds nothing more than
-// before. Errors other than "not obtained" (a bad owner ID) end it at once.
+// before. Errors other than "not obtained" (a bad owner ID) end it at once,
+// and so does a failure on so many closed clients that no quorum is left.
 func (r *RedLock) Lock(ctx context.Context) error { return r.acquire(ctx, r.lease, true) }
 
 // TryLock makes one attempt: it asks every node in parallel and waits for
@@ -334,7 +335,7 @@ func (r *RedLock) acquire(ctx context.Context, lease time.Duration, wait bool) e
 	var timer *time.Timer
 	for {
 		err := r.attempt(ctx, owner, lease)
-		if err == nil || !wait || !errors.Is(err, rlock.ErrNotObtained) {
+		if err == nil || !wait || !errors.Is(err, rlock.ErrNotObtained) || r.hopeless(err) {
 			return err
 		}
 		d := r.retryMin + rand.N(r.retryMax-r.retryMin+1)
@@ -350,6 +351,22 @@ func (r *RedLock) acquire(ctx context.Context, lease time.Duration, wait bool) e
 			return fmt.Errorf("%w (last attempt: %v)", r.ctxErr(ctx), err)
 		}
 	}
+}
+
+// hopeless reports whether so many nodes failed for good (closed client)
+// that no later attempt can reach a quorum.
+func (r *RedLock) hopeless(err error) bool {
+	var ne *NodeError
+	if !errors.As(err, &ne) {
+		return false
+	}
+	dead := 0
+	for _, f := range ne.Failures {
+		if errors.Is(f.Err, rlock.ErrClosed) {
+			dead++
+		}
+	}
+	return len(r.nodes)-dead < r.quorum
 }
 
 // reenter counts one more hold if owner holds the lock and it is still
@@ -373,7 +390,11 @@ func (r *RedLock) reenter(ctx context.Context, owner string) bool {
 	r.mu.Unlock()
 	h.end(r.expired(until))
 	close(h.stop)
-	r.release(ctx, h.held)
+	for i, ok := range h.held { // whatever is left; never holds up this call
+		if ok {
+			r.releaseLater(ctx, owner, i)
+		}
+	}
 	return false
 }
 
@@ -462,13 +483,13 @@ func (r *RedLock) attempt(ctx context.Context, owner string, lease time.Duration
 	}
 	held := n - len(fails)
 	if ctx.Err() != nil {
-		r.rollback(ctx, owner, granted, errs)
+		r.rollback(ctx, owner, granted, errs, wait)
 		return r.ctxErr(ctx)
 	}
 	eff := r.leaseFor(lease)
 	validity := eff - elapsed - Drift(eff)
 	if held < r.quorum || validity <= 0 {
-		r.rollback(ctx, owner, granted, errs)
+		r.rollback(ctx, owner, granted, errs, wait)
 		e := &NodeError{Name: r.name, Op: "lock", Quorum: r.quorum, Held: held, Failures: fails, sentinel: rlock.ErrNotObtained}
 		if held >= r.quorum {
 			e.late, e.Validity = true, validity
@@ -485,7 +506,7 @@ func (r *RedLock) attempt(ctx context.Context, owner string, lease time.Duration
 		// holding that counts both.
 		old.count++
 		r.mu.Unlock()
-		r.release(ctx, granted)
+		r.rollback(ctx, owner, granted, errs, wait)
 		return nil
 	}
 	r.holds[owner] = h
@@ -514,42 +535,66 @@ func (r *RedLock) tryNode(ctx context.Context, owner string, i int, lease time.D
 	return r.nodes[i].lock.TryLockLease(ctx, lease)
 }
 
-// rollback releases the nodes that granted, waiting for them, and starts
-// the release of the nodes whose answer is unknown in the background.
-func (r *RedLock) rollback(ctx context.Context, owner string, granted []bool, errs []error) {
-	var wg sync.WaitGroup
+// rollback releases the nodes that granted and the nodes whose answer is
+// unknown. It waits for the nodes that granted (they just answered) at
+// most wait; the rest finish in the background.
+func (r *RedLock) rollback(ctx context.Context, owner string, granted []bool, errs []error, wait time.Duration) {
+	var waitFor []<-chan struct{}
 	for i, ok := range granted {
-		l := r.nodes[i].lock
 		switch {
 		case ok:
-			wg.Go(func() { _ = l.Unlock(ctx) }) // if it fails, the lease ends it
+			waitFor = append(waitFor, r.releaseLater(ctx, owner, i))
 		case errors.Is(errs[i], rlock.ErrNotObtained), errors.Is(errs[i], rlock.ErrInvalidArgument),
 			errors.Is(errs[i], rlock.ErrClosed), errors.Is(errs[i], errNotSent):
-			// the node answered: nothing to undo
+			// the node answered, or nothing was sent: nothing to undo
 		default:
 			// No answer in time, or a Redis error: the script may have
 			// run, or may still run. The release queues behind the
 			// attempt in the client and is answered ErrNotHeld if
-			// nothing was granted. The next attempt of this owner on the
-			// node waits for it, so it cannot undo a later grant.
-			ch := make(chan struct{})
-			k := pendingKey{owner, i}
-			r.mu.Lock()
-			r.pending[k] = ch
-			r.mu.Unlock()
-			uctx := context.WithoutCancel(ctx)
-			go func() {
-				defer close(ch)
-				_ = l.Unlock(uctx)
-				r.mu.Lock()
-				if r.pending[k] == ch {
-					delete(r.pending, k)
-				}
-				r.mu.Unlock()
-			}()
+			// nothing was granted.
+			r.releaseLater(ctx, owner, i)
 		}
 	}
-	wg.Wait()
+	if len(waitFor) == 0 {
+		return
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for _, ch := range waitFor {
+		select {
+		case <-ch:
+		case <-timer.C:
+			return
+		}
+	}
+}
+
+// releaseLater releases one hold of owner on node i in the background and
+// returns a channel closed when done. Until then the node is pending: the
+// owner's next attempt on it waits for the release first, so a release can
+// never undo a later grant; releases on one node run one after the other.
+func (r *RedLock) releaseLater(ctx context.Context, owner string, i int) <-chan struct{} {
+	ch := make(chan struct{})
+	k := pendingKey{owner, i}
+	r.mu.Lock()
+	prev := r.pending[k]
+	r.pending[k] = ch
+	r.mu.Unlock()
+	l := r.nodes[i].lock
+	uctx := context.WithoutCancel(ctx)
+	go func() {
+		defer close(ch)
+		if prev != nil {
+			<-prev
+		}
+		_ = l.Unlock(uctx) // if it fails, the lease ends the lock
+		r.mu.Lock()
+		if r.pending[k] == ch {
+			delete(r.pending, k)
+		}
+		r.mu.Unlock()
+	}()
+	return ch
 }
 
 // watch ends h when fewer than a quorum of its nodes still hold the lock,

@@ -251,15 +251,16 @@ func TestFrozenNode(t *testing.T) {
 			c.real[2].Thaw()
 		}
 	}()
-	// The context's deadline is far beyond the per-node wait: the attempt
-	// ends at the per-node wait, or the error would be the deadline's.
-	bctx, cancel := context.WithTimeout(ctx, lease)
-	defer cancel()
-	require.NoError(t, rl.TryLock(bctx))
-	require.True(t, time.Now().Before(rl.Until()))
-	require.NoError(t, rl.Unlock(ctx))
-	require.NoError(t, rl.Lock(bctx))
-	require.NoError(t, rl.Unlock(ctx))
+	// The context's deadline is beyond the per-node wait (100 ms) but well
+	// before the go-redis read timeout (1 s): the attempt ends at the
+	// per-node wait, or the error would be the deadline's.
+	for _, lock := range []func(context.Context) error{rl.TryLock, rl.Lock} {
+		bctx, cancel := context.WithTimeout(ctx, 600*time.Millisecond)
+		require.NoError(t, lock(bctx))
+		cancel()
+		require.True(t, time.Now().Before(rl.Until()))
+		require.NoError(t, rl.Unlock(ctx))
+	}
 
 	c.real[2].Thaw()
 	frozen = false
@@ -515,4 +516,69 @@ func TestLeasePerCall(t *testing.T) {
 			require.False(t, ok, "node %d", i)
 		}
 	})
+}
+
+// A node whose reply is lost after its script ran is released by the
+// rollback, long before its lease would end it.
+func TestLostReplyIsRolledBack(t *testing.T) {
+	for _, kind := range []struct {
+		name  string
+		start func(testing.TB) *redistest.Backend
+	}{{redistest.MiniName, redistest.Mini}, {redistest.RealName, redistest.Real}} {
+		t.Run(kind.name, func(t *testing.T) {
+			ctx := context.Background()
+			name := redistest.Name(t)
+			p, rdb0 := kind.start(t).NewProxiedClient(t, fast)
+			rdbs := []*redis.Client{rdb0, kind.start(t).NewClient(t, fast), kind.start(t).NewClient(t, fast)}
+			mine, theirs := make([]*reentrant.Client, 3), make([]*reentrant.Client, 3)
+			for i, rdb := range rdbs {
+				for _, set := range [][]*reentrant.Client{mine, theirs} {
+					rc, err := reentrant.NewClient(rdb)
+					require.NoError(t, err)
+					t.Cleanup(func() { _ = rc.Close() })
+					set[i] = rc
+				}
+			}
+			warm := newRedLock(t, name+":warm", mine) // loads the scripts
+			require.NoError(t, warm.TryLock(ctx))
+			require.NoError(t, warm.Unlock(ctx))
+			for i := 1; i < 3; i++ { // another owner holds nodes 1 and 2
+				l, err := reentrant.New(theirs[i], name)
+				require.NoError(t, err)
+				require.NoError(t, l.TryLock(ctx))
+			}
+
+			const lease = time.Minute
+			rl := newRedLock(t, name, mine, redlock.WithLease(lease))
+			p.DropNextReply("evalsha") // node 0 grants, its reply is lost
+			err := rl.TryLock(ctx)
+			require.ErrorIs(t, err, rlock.ErrNotObtained)
+			var ne *redlock.NodeError
+			require.ErrorAs(t, err, &ne)
+			require.Len(t, ne.Failures, 3)
+			require.NotErrorIs(t, ne.Failures[0].Err, rlock.ErrNotObtained) // a Redis error
+			require.Equal(t, 1, p.Dropped())
+			// The key node 0 granted goes away by the rollback, not by the
+			// lease (a minute).
+			require.Eventually(t, func() bool {
+				n, err := rdb0.Exists(ctx, name).Result()
+				return err == nil && n == 0
+			}, 10*time.Second, 10*time.Millisecond)
+		})
+	}
+}
+
+func TestClosedClients(t *testing.T) {
+	c := startCluster(t, 3, redistest.Mini)
+	cs := c.clients(t)
+	rl := newRedLock(t, redistest.Name(t), cs)
+	require.NoError(t, cs[0].Close())
+	ctx := context.Background()
+	require.NoError(t, rl.Lock(ctx)) // two of three are enough
+	require.NoError(t, rl.Unlock(ctx))
+	require.NoError(t, cs[1].Close())
+	// No quorum can be reached any more: Lock fails instead of waiting.
+	err := rl.Lock(ctx)
+	require.ErrorIs(t, err, rlock.ErrNotObtained)
+	require.ErrorIs(t, err, rlock.ErrClosed)
 }
