@@ -672,8 +672,9 @@ func (r *RedLock) watch(h *holding) {
 //
 // It returns an error wrapping rlock.ErrNotHeld, without I/O, when this
 // handle holds nothing for the owner. When the holding had ended by loss
-// before (see Err), or its validity had run out, that error (wrapping
-// rlock.ErrLockLost) is returned, joined with any release failure. When the release finds fewer than a
+// before (see Err), or its validity had run out, Unlock ends it whatever
+// holds remain, releases what is left on the nodes and returns that error
+// (wrapping rlock.ErrLockLost), joined with any release failure. When the release finds fewer than a
 // quorum of nodes still holding the lock (it was lost: expired, force-
 // unlocked, nodes restarted), or some node fails, it returns a *NodeError
 // listing the nodes; it wraps rlock.ErrNotHeld in the first case.
@@ -688,19 +689,21 @@ func (r *RedLock) Unlock(ctx context.Context) error {
 		r.mu.Unlock()
 		return fmt.Errorf("%w: %q", rlock.ErrNotHeld, r.name)
 	}
-	h.count--
-	if h.count > 0 {
-		r.mu.Unlock()
-		return nil
-	}
-	delete(r.holds, owner)
-	r.mu.Unlock()
 	var lost error
 	if h.ended() {
 		lost = h.err
-	} else if until := r.untilOf(h); !until.IsZero() && !time.Now().Before(until) {
-		lost = r.expired(until)
+	} else if !h.until.IsZero() && !time.Now().Before(h.until) {
+		lost = r.expired(h.until)
 	}
+	h.count--
+	if h.count > 0 && lost == nil {
+		r.mu.Unlock()
+		return nil
+	}
+	// The last hold, or a lost holding: it ends here, whatever holds
+	// remain (they are answered ErrNotHeld).
+	delete(r.holds, owner)
+	r.mu.Unlock()
 	h.end(lost)
 	close(h.stop)
 
@@ -730,12 +733,6 @@ func (r *RedLock) Unlock(ctx context.Context) error {
 		return errors.Join(lost, err)
 	}
 	return err
-}
-
-func (r *RedLock) untilOf(h *holding) time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return h.until
 }
 
 // Until returns the end of the validity of the last acquisition made

@@ -421,6 +421,7 @@ func TestLossIsReported(t *testing.T) {
 		cs := c.clients(t, reentrant.WithWatchdog(watchdog.WithLease(300*time.Millisecond)))
 		rl := newRedLock(t, name, cs, redlock.WithNodeNames("a", "b", "c", "d", "e"))
 		require.NoError(t, rl.Lock(ctx))
+		require.NoError(t, rl.Lock(ctx)) // two holds
 		require.True(t, rl.Until().IsZero()) // watchdog mode
 		select {
 		case <-rl.Done():
@@ -441,8 +442,9 @@ func TestLossIsReported(t *testing.T) {
 		var ne *redlock.NodeError
 		require.ErrorAs(t, err, &ne)
 		require.Less(t, ne.Held, 3)
-		err = rl.Unlock(ctx)
+		err = rl.Unlock(ctx) // the first of two reports the loss and ends it
 		require.ErrorIs(t, err, rlock.ErrLockLost)
+		require.ErrorIs(t, rl.Unlock(ctx), rlock.ErrNotHeld)
 		for i, ok := range c.exists(t, name) {
 			require.False(t, ok, "node %d", i)
 		}
