@@ -421,7 +421,7 @@ func TestLossIsReported(t *testing.T) {
 		cs := c.clients(t, reentrant.WithWatchdog(watchdog.WithLease(300*time.Millisecond)))
 		rl := newRedLock(t, name, cs, redlock.WithNodeNames("a", "b", "c", "d", "e"))
 		require.NoError(t, rl.Lock(ctx))
-		require.NoError(t, rl.Lock(ctx)) // two holds
+		require.NoError(t, rl.Lock(ctx))     // two holds
 		require.True(t, rl.Until().IsZero()) // watchdog mode
 		select {
 		case <-rl.Done():
