@@ -423,10 +423,17 @@ func TestLossIsReported(t *testing.T) {
 		require.NoError(t, rl.Lock(ctx))
 		require.NoError(t, rl.Lock(ctx))     // two holds
 		require.True(t, rl.Until().IsZero()) // watchdog mode
-		select {
-		case <-rl.Done():
-			t.Fatal("Done closed while held")
-		default:
+		// The watchdog renews every node: held well past the 300 ms lease.
+		require.Never(t, func() bool {
+			select {
+			case <-rl.Done():
+				return true
+			default:
+				return false
+			}
+		}, 900*time.Millisecond, 50*time.Millisecond)
+		for i, ok := range c.exists(t, name) {
+			require.True(t, ok, "node %d", i)
 		}
 		// Another process force-unlocks three of five nodes.
 		admin := c.clients(t)
