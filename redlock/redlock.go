@@ -454,19 +454,28 @@ func Drift(lease time.Duration) time.Duration { return lease/100 + 2*time.Millis
 func (r *RedLock) attempt(ctx context.Context, owner string, lease time.Duration) error {
 	n := len(r.nodes)
 	wait := r.perNodeWait(ctx)
-	start := time.Now()
 	nctx, cancel := context.WithTimeout(ctx, wait)
 	errs := make([]error, n)
+	sent := make([]time.Time, n) // when each node's request was sent
 	var wg sync.WaitGroup
 	for i := range r.nodes {
 		if i == n-1 {
-			errs[i] = r.tryNode(nctx, owner, i, lease)
+			sent[i], errs[i] = r.tryNode(nctx, owner, i, lease)
 			break
 		}
-		wg.Go(func() { errs[i] = r.tryNode(nctx, owner, i, lease) })
+		wg.Go(func() { sent[i], errs[i] = r.tryNode(nctx, owner, i, lease) })
 	}
 	wg.Wait()
 	cancel()
+	// A node's lock lives at least lease from when its request was sent:
+	// the validity runs from the earliest send among the nodes that
+	// granted (a wait for an earlier release on a node does not count).
+	var start time.Time
+	for i, err := range errs {
+		if err == nil && (start.IsZero() || sent[i].Before(start)) {
+			start = sent[i]
+		}
+	}
 	elapsed := time.Since(start)
 
 	granted := make([]bool, n)
@@ -521,7 +530,7 @@ var errNotSent = errors.New("redlock: an earlier release on the node is still pe
 
 // tryNode makes one attempt on node i, after any clean-up of an earlier
 // attempt of this owner on that node has finished.
-func (r *RedLock) tryNode(ctx context.Context, owner string, i int, lease time.Duration) error {
+func (r *RedLock) tryNode(ctx context.Context, owner string, i int, lease time.Duration) (time.Time, error) {
 	r.mu.Lock()
 	p := r.pending[pendingKey{owner, i}]
 	r.mu.Unlock()
@@ -529,10 +538,11 @@ func (r *RedLock) tryNode(ctx context.Context, owner string, i int, lease time.D
 		select {
 		case <-p:
 		case <-ctx.Done():
-			return errNotSent
+			return time.Time{}, errNotSent
 		}
 	}
-	return r.nodes[i].lock.TryLockLease(ctx, lease)
+	sent := time.Now()
+	return sent, r.nodes[i].lock.TryLockLease(ctx, lease)
 }
 
 // rollback releases the nodes that granted and the nodes whose answer is

@@ -264,12 +264,14 @@ func TestFrozenNode(t *testing.T) {
 
 	c.real[2].Thaw()
 	frozen = false
-	// Once the thawed node answers a PING, it has run every command that
-	// was waiting for it (Redis runs all commands read in one event loop
-	// iteration before it writes the replies). A key granted then by a
-	// late attempt has at most the lease left, and goes away within it;
-	// later commands from the clients are releases, which create nothing.
-	require.NoError(t, c.rdbs[2].Ping(ctx).Err())
+	// Wait for everything still running against the thawed node: the
+	// background releases, then the attempts (closing a client waits for
+	// them). Every command sent is answered by then. A key a late attempt
+	// left has at most the lease left, and goes away within it.
+	require.Eventually(t, func() bool { return redlock.PendingReleases(rl) == 0 }, 10*time.Second, 10*time.Millisecond)
+	for _, rc := range cs {
+		require.NoError(t, rc.Close())
+	}
 	if ttl, err := c.rdbs[2].PTTL(ctx, name).Result(); err == nil && ttl > 0 {
 		require.LessOrEqual(t, ttl, lease)
 	}
@@ -457,7 +459,7 @@ func TestLossIsReported(t *testing.T) {
 		}
 
 		// With a lease, the validity running out ends the holding.
-		rl = newRedLock(t, name, cs, redlock.WithLease(200*time.Millisecond))
+		rl = newRedLock(t, name, cs, redlock.WithLease(500*time.Millisecond))
 		require.NoError(t, rl.TryLock(ctx))
 		until := rl.Until()
 		require.False(t, until.IsZero())
