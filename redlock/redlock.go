@@ -219,7 +219,8 @@ func (r *RedLock) Lock(ctx context.Context) error { return r.acquire(ctx, r.leas
 // each at most the per-node wait (see WithNodeWait), so a node that is
 // down or frozen delays it by that much at most. The lock is obtained when
 // a quorum of nodes granted it and its validity (lease - elapsed - clock
-// drift allowance, the drift being 1% of the lease + 2 ms) is positive.
+// drift allowance, the drift being 1% of the lease + 2 ms; elapsed runs
+// from the earliest request sent to a node that granted) is positive.
 //
 // Otherwise every node that granted is released again, before TryLock
 // returns, and so is, in the background, every node whose answer did not
