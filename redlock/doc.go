@@ -31,9 +31,9 @@
 //
 // A node that is down, frozen or slow costs an attempt at most the per-node
 // wait: the attempt returns then, whatever the Redis client is still doing.
-// Partial acquisitions are released on every node before the attempt
-// returns, and nodes that did not answer in time are released in the
-// background (their script may still run; a grant that arrives after the
+// Partial acquisitions are released on every node that granted before the
+// attempt returns (it waits at most another per-node wait for that), and
+// nodes that did not answer in time are released in the background (their script may still run; a grant that arrives after the
 // per-node wait is released when it arrives). Errors are *NodeError values
 // naming each node that failed and why; they wrap rlock.ErrNotObtained when
 // no quorum was reached, while a context that ends is reported as the

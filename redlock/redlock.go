@@ -222,9 +222,10 @@ func (r *RedLock) Lock(ctx context.Context) error { return r.acquire(ctx, r.leas
 // drift allowance, the drift being 1% of the lease + 2 ms; elapsed runs
 // from the earliest request sent to a node that granted) is positive.
 //
-// Otherwise every node that granted is released again, before TryLock
-// returns, and so is, in the background, every node whose answer did not
-// arrive (its script may still run); the error is a *NodeError wrapping
+// Otherwise every node that granted is released again (TryLock waits for
+// these releases, at most another per-node wait), and so is, in the
+// background, every node whose answer did not arrive (its script may still
+// run; this owner's next attempt on that node waits for the release); the error is a *NodeError wrapping
 // rlock.ErrNotObtained that lists each failed node and why. When ctx ends
 // during the attempt it returns an error wrapping ctx's error instead,
 // after the same clean-up.
