@@ -2,6 +2,7 @@ package reentrant_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,7 +22,10 @@ func TestLocalWaitersGrantedInArrivalOrder(t *testing.T) {
 		holder := newLock(t, newClient(t, b), name)
 		require.NoError(t, holder.Lock(ctx))
 
-		c := newClient(t, b)
+		rdb := b.NewClient(t)
+		calls := &scriptCalls{}
+		rdb.AddHook(calls)
+		c := clientOn(t, rdb)
 		const n = 8
 		order := make(chan int, n)
 		errs := make(chan error, n)
@@ -36,7 +40,14 @@ func TestLocalWaitersGrantedInArrivalOrder(t *testing.T) {
 				errs <- l.Unlock(ctx)
 			}()
 			require.Eventually(t, func() bool { return c.Waiters().Waiters == i+1 }, 5*time.Second, time.Millisecond)
+			if i == 0 {
+				// The first waiter tried, subscribed, and tried again once the
+				// subscription was confirmed; the others queue behind it
+				// without trying.
+				require.Eventually(t, func() bool { return calls.n.Load() == 2 }, 5*time.Second, time.Millisecond)
+			}
 		}
+		require.EqualValues(t, 2, calls.n.Load(), "later waiters queued without trying")
 		require.NoError(t, holder.Unlock(ctx))
 		for i := range n {
 			require.NoError(t, <-errs)
@@ -144,4 +155,20 @@ func TestRESP2Client(t *testing.T) {
 		require.NoError(t, <-got)
 		require.NoError(t, waiter.Unlock(ctx))
 	})
+}
+
+// scriptCalls counts the scripts a go-redis client runs.
+type scriptCalls struct{ n atomic.Int64 }
+
+func (h *scriptCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *scriptCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if n := cmd.Name(); n == "evalsha" || n == "eval" {
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *scriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

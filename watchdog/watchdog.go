@@ -9,6 +9,13 @@
 // goroutine keeps the time and one does the I/O, and both exist only while
 // something is registered.
 //
+// Scripts are sent with Script.Run (EVALSHA, then EVAL on NOSCRIPT), one
+// call per batch, never in a pipeline, so a promoted replica's empty script
+// cache costs one extra round trip. On a *redis.ClusterClient a failed
+// renewal also makes the client reload its slot map, so renewal follows a
+// failover within the retry interval instead of failing until go-redis
+// notices on its own.
+//
 // Loss is reported, never swallowed. A lock found not held at renewal
 // (expired, force-unlocked, Redis restarted or failed over) is reported to
 // its holder at once with an error wrapping rlock.ErrLockLost. A renewal
@@ -358,6 +365,14 @@ func (s *Scheduler) renewBatch(batch []*Lease) {
 	sent := time.Now()
 	res, err := scripts.Renew.Run(ctx, s.rdb, keys, args...).Int64Slice()
 	cancel()
+	if err != nil && s.cluster {
+		// After a failover go-redis keeps sending the slot to the dead
+		// master (connection refused) until a MOVED reply or its state
+		// reload interval (60 s by default), longer than a lease: ask it
+		// to reload the slot map now (in the background, rate-limited by
+		// go-redis), so the retry goes to the promoted replica.
+		s.rdb.(*redis.ClusterClient).ReloadState(context.Background())
+	}
 	if err == nil && len(res) != len(batch) {
 		err = fmt.Errorf("%w: renewal returned %d results for %d keys", rlock.ErrUnexpectedReply, len(res), len(batch))
 	}

@@ -16,7 +16,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(redistest.StopSharedAfter(m))
 }
 
 func newScheduler(t *testing.T, rdb redis.Scripter, opts ...watchdog.Option) *watchdog.Scheduler {

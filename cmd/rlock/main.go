@@ -2,11 +2,23 @@
 //
 // Usage:
 //
-//	rlock demo [flags]     run the flash-sale demo (embedded Redis by default)
-//	rlock help             print this help
+//	rlock demo [flags]                       the flash-sale demo (embedded Redis by default)
+//	rlock inspect [flags] NAME               show who holds lock NAME, its TTL, token, queue, waiters
+//	rlock unlock --force [--yes] [flags] NAME  delete lock NAME whoever holds it
+//	rlock help                               print this help
 //
-// Exit status: 0 on success, 1 when a locked run oversold stock or a run
-// failed, 2 for bad usage.
+// inspect and unlock connect to --redis (default redis://127.0.0.1:6379) or
+// to the Redis Cluster given by --cluster. Flags may follow NAME.
+//
+// Exit status:
+//
+//	0  success (also: nothing to unlock; --watch ended by Ctrl-C)
+//	1  failure: a locked demo run oversold or failed, a Redis error, a key
+//	   that is not a lock, a declined confirmation
+//	2  bad usage: unknown command or flag, bad argument, URL, address or
+//	   lock name; unlock without --force, or without --yes when stdin is not
+//	   a terminal
+//	3  Redis unreachable: the first PING to a server failed
 package main
 
 import (
@@ -17,56 +29,148 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"syscall"
+
+	"github.com/redis/go-redis/v9"
 )
 
 const usage = `rlock: distributed locks on Redis, Redisson-compatible.
 
 Usage:
-  rlock demo [flags]   the flash-sale demo: one item, limited stock, many
-                       workers ordering at once, run without a lock and with
-                       one; on an embedded Redis unless --redis is given
-  rlock help           this help
+  rlock demo [flags]        the flash-sale demo: one item, limited stock, many
+                            workers ordering at once, run without a lock and
+                            with each lock kind; on an embedded Redis unless
+                            --redis or --cluster is given
+  rlock inspect [flags] NAME
+                            who holds lock NAME (owner fields, hold counts),
+                            its TTL, fencing token, fair queue and waiters;
+                            --watch refreshes every second, --json for scripts
+  rlock unlock --force [--yes] [flags] NAME
+                            delete lock NAME whoever holds it (asks first)
+  rlock help                this help
 
-Run 'rlock demo -h' for the demo's flags.
+inspect and unlock use --redis URL (default redis://127.0.0.1:6379) or
+--cluster host:port,...; flags may come before or after NAME.
+Run 'rlock <command> -h' for a command's flags.
 
-Exit status: 0 success; 1 a locked run oversold or a run failed; 2 bad usage.
+Exit status:
+  0  success (also: nothing to unlock; --watch ended by Ctrl-C)
+  1  failure: a locked demo run oversold or failed, a Redis error, a key that
+     is not a lock, a declined confirmation
+  2  bad usage: command, flag, argument, URL, address or lock name; unlock
+     without --force, or without --yes when stdin is not a terminal
+  3  Redis unreachable: the first PING to a server failed
 `
 
+// Exit statuses.
+const (
+	exitOK          = 0
+	exitFailure     = 1
+	exitUsage       = 2
+	exitUnreachable = 3
+)
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// rlock reports errors itself; go-redis would also log each failed
+	// dial to stderr.
+	redis.SetLogger(quiet{})
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(ctx, os.Args[1:], stdio()))
 }
 
-// errUsage marks errors caused by the command line.
-var errUsage = errors.New("usage")
+// quiet is a go-redis logger that drops everything.
+type quiet struct{}
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func (quiet) Printf(context.Context, string, ...any) {}
+
+// env is the command's view of its process: arguments aside, everything
+// run needs, so tests can run it in-process with a fake terminal.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	// stdinTTY, stdoutTTY and stderrTTY report whether the streams are
+	// terminals: the confirmation prompt needs one on stdin, the progress
+	// bar on stderr, and inspect --watch redraws the screen on stdout.
+	stdinTTY, stdoutTTY, stderrTTY bool
+}
+
+func stdio() env {
+	return env{
+		stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
+		stdinTTY: isTerminal(os.Stdin), stdoutTTY: isTerminal(os.Stdout), stderrTTY: isTerminal(os.Stderr),
+	}
+}
+
+var (
+	// errUsage marks errors caused by the command line (exit status 2).
+	errUsage = errors.New("usage")
+	// errUnreachable marks a Redis server that did not answer the first
+	// PING (exit status 3).
+	errUnreachable = errors.New("unreachable")
+)
+
+func run(ctx context.Context, args []string, e env) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
+		fmt.Fprint(e.stderr, usage)
+		return exitUsage
 	}
 	var err error
 	switch args[0] {
 	case "demo":
-		err = demo(ctx, args[1:], stdout, stderr)
+		err = demo(ctx, args[1:], e)
+	case "inspect":
+		err = inspectCmd(ctx, args[1:], e)
+	case "unlock":
+		err = unlockCmd(ctx, args[1:], e)
 	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
+		fmt.Fprint(e.stdout, usage)
+		return exitOK
 	default:
-		fmt.Fprintf(stderr, "rlock: unknown command %q\n\n%s", args[0], usage)
-		return 2
+		fmt.Fprintf(e.stderr, "rlock: unknown command %q\n\n%s", args[0], usage)
+		return exitUsage
 	}
 	switch {
 	case err == nil:
-		return 0
+		return exitOK
 	case errors.Is(err, flag.ErrHelp):
-		return 0
+		return exitOK
 	case errors.Is(err, errUsage):
-		fmt.Fprintf(stderr, "rlock: %v\n", err)
-		return 2
+		fmt.Fprintf(e.stderr, "rlock %s: %v\n", args[0], err)
+		return exitUsage
+	case errors.Is(err, errUnreachable):
+		fmt.Fprintf(e.stderr, "rlock %s: %v\n", args[0], err)
+		return exitUnreachable
 	default:
-		fmt.Fprintf(stderr, "rlock: %v\n", err)
-		return 1
+		fmt.Fprintf(e.stderr, "rlock %s: %v\n", args[0], err)
+		return exitFailure
+	}
+}
+
+// usageError returns an error that makes run exit with status 2.
+func usageError(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
+}
+
+// parse parses args with fs, allowing flags after positional arguments (as
+// in "rlock inspect NAME --json"); everything after "--" is positional.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%w: %v", errUsage, err)
+		}
+		rest := fs.Args()
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
 	}
 }

@@ -1,74 +1,565 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/fair"
+	"github.com/rlock-go/rlock/internal/inspect"
 	"github.com/rlock-go/rlock/internal/redistest"
+	"github.com/rlock-go/rlock/reentrant"
 )
 
+// bin is the rlock binary built once by TestMain; the end-to-end tests run it.
+var bin string
+
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	dir, err := os.MkdirTemp("", "rlock-cli-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = filepath.Join(dir, "rlock")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building rlock: %v\n%s", err, out)
+		_ = os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
 }
 
-func runCLI(args ...string) (code int, stdout, stderr string) {
+// runBin runs the binary with stdin as its standard input (not a terminal)
+// and returns its exit status and output.
+func runBin(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
-	code = run(context.Background(), args, &out, &errb)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	default:
+		t.Fatalf("running rlock %q: %v", args, err)
+	}
 	return code, out.String(), errb.String()
+}
+
+// runIn runs the command in-process, with stdin presented as a terminal.
+func runIn(stdin string, args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	e := env{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, stdinTTY: true}
+	code = run(context.Background(), args, e)
+	return code, out.String(), errb.String()
+}
+
+// redisURL returns the --redis flag for b.
+func redisURL(b *redistest.Backend) string { return "--redis=redis://" + b.Addr }
+
+// startCluster starts a one-node Redis Cluster owning every slot and returns
+// its address.
+func startCluster(t *testing.T) string {
+	t.Helper()
+	s := redistest.StartServer(t, "--cluster-enabled", "yes")
+	rdb := s.NewClient(t)
+	ctx := context.Background()
+	require.NoError(t, rdb.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err())
+	require.Eventually(t, func() bool {
+		info, err := rdb.ClusterInfo(ctx).Result()
+		return err == nil && strings.Contains(info, "cluster_state:ok")
+	}, 10*time.Second, 10*time.Millisecond, "cluster did not become ready")
+	return s.Addr()
+}
+
+// hold takes lock name for owner on a client of rdb with a one-minute
+// lease and returns the handle's owner field.
+func hold(t *testing.T, rdb rlock.Redis, clientID, owner, name string, times int) (*reentrant.Lock, string) {
+	t.Helper()
+	c, err := reentrant.NewClient(rdb, reentrant.WithClientID(clientID))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	l, err := reentrant.New(c, name, reentrant.WithLease(time.Minute))
+	require.NoError(t, err)
+	ctx := rlock.WithOwner(context.Background(), owner)
+	for range times {
+		require.NoError(t, l.Lock(ctx))
+	}
+	field, err := l.Owner(ctx)
+	require.NoError(t, err)
+	return l, field
+}
+
+// demoLine returns the fields of the result row of run kind.
+func demoLine(t *testing.T, out, kind string) []string {
+	t.Helper()
+	for line := range strings.SplitSeq(out, "\n") {
+		if strings.HasPrefix(line, kind+" ") {
+			f := strings.Fields(line)
+			require.Len(t, f, 7, out)
+			return f
+		}
+	}
+	t.Fatalf("no %q row in:\n%s", kind, out)
+	return nil
 }
 
 func TestDemo(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-		args := []string{"demo", "--progress=false", "--services=2", "--workers=4", "--stock=30", "--work=1ms"}
-		if b.IsReal() {
-			args = append(args, "--redis=redis://"+b.Addr)
-		}
-		code, out, errOut := runCLI(args...)
+		code, out, errOut := runBin(t, "", "demo", "--progress=off", "--services=2", "--workers=4", "--stock=30", "--work=1ms", redisURL(b))
 		require.Equal(t, 0, code, errOut)
+		require.Empty(t, errOut)
 		require.Contains(t, out, "With a lock, nothing was oversold.")
-		var locked string
-		for _, line := range strings.Split(out, "\n") {
-			if strings.HasPrefix(line, "reentrant ") {
-				locked = line
+		require.Equal(t, []string{"30", "0", "0"}, demoLine(t, out, "reentrant")[2:5], "sold 30, none left, none oversold")
+		demoLine(t, out, "none")
+		keys, err := b.NewClient(t).Keys(context.Background(), "*").Result()
+		require.NoError(t, err)
+		require.Empty(t, keys, "the demo cleans up after itself, replay latches included")
+	})
+}
+
+func TestDemoEmbedded(t *testing.T) {
+	// The default: an embedded miniredis, and plain progress lines on a
+	// stderr that is not a terminal.
+	code, out, errOut := runBin(t, "", "demo", "--services=2", "--workers=2", "--stock=10", "--work=0s", "--locks=reentrant", "--redlock=127.0.0.1:1")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "an embedded miniredis")
+	require.Equal(t, []string{"10", "0", "0"}, demoLine(t, out, "reentrant")[2:5])
+	require.NotContains(t, out, "\nnone ")
+	require.Contains(t, errOut, "run reentrant started")
+	require.Contains(t, errOut, "run reentrant done: 100% sold")
+	require.Contains(t, errOut, "--redlock ignored")
+}
+
+func TestDemoRedlockNodes(t *testing.T) {
+	// The plumbing for a RedLock run: a kind marked redlock gets one client
+	// per node, embedded nodes by default and --redlock nodes when given.
+	// The stand-in kind locks on the first node only.
+	saved := lockKinds
+	t.Cleanup(func() { lockKinds = saved })
+	lockKinds = append(slices.Clone(saved), lockKind{name: "nodes", redlock: true,
+		newLocker: func(svc *service, name string) (rlock.Locker, error) {
+			if len(svc.redlock) != 3 {
+				return nil, fmt.Errorf("%d redlock clients, want 3", len(svc.redlock))
 			}
-		}
-		f := strings.Fields(locked)
-		require.Len(t, f, 7, out)
-		require.Equal(t, []string{"30", "0", "0"}, f[2:5], "sold 30, none left, none oversold")
-		if b.IsReal() {
-			keys, err := b.NewClient(t).Keys(context.Background(), "rlock-demo:*").Result()
-			require.NoError(t, err)
-			require.Empty(t, keys, "the demo cleans up after itself")
+			return reentrant.New(svc.redlock[0], name)
+		}})
+	args := []string{"demo", "--progress=off", "--services=2", "--workers=2", "--stock=5", "--work=0s", "--locks=nodes"}
+	code, out, errOut := runIn("", args...)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, []string{"5", "0", "0"}, demoLine(t, out, "nodes")[2:5])
+
+	var addrs []string
+	var nodes []*redistest.Backend
+	for range 3 {
+		n := redistest.Mini(t)
+		nodes = append(nodes, n)
+		addrs = append(addrs, n.Addr)
+	}
+	code, out, errOut = runIn("", append(args, "--redlock="+strings.Join(addrs, ","))...)
+	require.Equal(t, 0, code, errOut)
+	require.Equal(t, []string{"5", "0", "0"}, demoLine(t, out, "nodes")[2:5])
+	for _, n := range nodes {
+		require.Empty(t, n.Mini.Keys(), "the run's keys are deleted on every node")
+	}
+
+	code, _, errOut = runIn("", append(args, "--redlock="+addrs[0]+",127.0.0.1:1")...)
+	require.Equal(t, 3, code, errOut)
+	require.Contains(t, errOut, "cannot reach RedLock node 127.0.0.1:1")
+
+	b := redistest.Mini(t)
+	code, _, errOut = runIn("", append(args, redisURL(b))...)
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "needs --redlock")
+}
+
+func TestInspect(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		rdb := b.NewClient(t)
+		const name = "cli-inspect"
+		_, field := hold(t, rdb, "client-a", "worker-1", name, 2)
+
+		// A token counter and a fair queue written by hand (Redisson's
+		// layout): one overdue waiter, one with 30 s left; and a client
+		// subscribed to the lock channel.
+		k := inspect.KeysOf(name)
+		now := time.Now()
+		require.NoError(t, rdb.Set(ctx, k.Token, 41, 0).Err())
+		require.NoError(t, rdb.RPush(ctx, k.Queue, "client-b:w1", "client-c:w2").Err())
+		require.NoError(t, rdb.ZAdd(ctx, k.Timeout,
+			redis.Z{Member: "client-b:w1", Score: float64(now.Add(-5 * time.Second).UnixMilli())},
+			redis.Z{Member: "client-c:w2", Score: float64(now.Add(30 * time.Second).UnixMilli())}).Err())
+		ps := rdb.Subscribe(ctx, rlock.Channel(name))
+		t.Cleanup(func() { _ = ps.Close() })
+		_, err := ps.Receive(ctx)
+		require.NoError(t, err)
+
+		code, out, errOut := runBin(t, "", "inspect", name, redisURL(b), "--json")
+		require.Equal(t, 0, code, errOut)
+		var j jsonReport
+		require.NoError(t, json.Unmarshal([]byte(out), &j), out)
+		require.Equal(t, name, j.Name)
+		require.True(t, j.Locked)
+		require.Equal(t, []jsonHolder{{Field: field, ClientID: "client-a", OwnerID: "worker-1", Holds: 2}}, j.Holders)
+		require.NotNil(t, j.TTLMillis)
+		require.Greater(t, *j.TTLMillis, int64(50_000))
+		require.False(t, j.NoExpiry)
+		require.NotNil(t, j.Token)
+		require.EqualValues(t, 41, *j.Token)
+		require.EqualValues(t, 1, j.Subscribers)
+		require.Equal(t, rlock.Channel(name), j.Channel)
+		require.Len(t, j.Queue, 2)
+		require.True(t, j.Queue[0].Overdue)
+		require.Less(t, *j.Queue[0].InMillis, int64(0))
+		require.False(t, j.Queue[1].Overdue)
+		require.Greater(t, *j.Queue[1].InMillis, int64(20_000))
+		require.Equal(t, rlock.Channel(name)+":client-c:w2", j.Queue[1].Channel)
+
+		code, out, errOut = runBin(t, "", "inspect", redisURL(b), name)
+		require.Equal(t, 0, code, errOut)
+		for _, want := range []string{
+			"lock         " + name, "state        held, TTL ", "holders      " + field + "  2 holds",
+			"client client-a, owner worker-1", "token        41", "subscribers  1 client on " + rlock.Channel(name),
+			"fair queue   2 waiters, head first", " 1. client-b:w1", "(overdue", " 2. client-c:w2", "(in ", "0 clients subscribed",
+		} {
+			require.Contains(t, out, want)
 		}
 	})
 }
 
-func TestUsageErrors(t *testing.T) {
-	for _, args := range [][]string{
-		{},
-		{"frobnicate"},
-		{"demo", "--services=0"},
-		{"demo", "--stock=-1"},
-		{"demo", "--no-such-flag"},
-		{"demo", "extra"},
-		{"demo", "--redis=http://[::1"},
-	} {
-		code, _, errOut := runCLI(args...)
-		require.Equal(t, 2, code, "%q: %s", args, errOut)
-		require.NotEmpty(t, errOut)
-	}
-	code, out, _ := runCLI("help")
-	require.Equal(t, 0, code)
-	require.Contains(t, out, "rlock demo")
+func TestInspectFree(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		code, out, errOut := runBin(t, "", "inspect", "--fair", redisURL(b), "cli-free")
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, out, "state        free")
+		require.Contains(t, out, "token        none")
+		require.Contains(t, out, "fair queue   empty")
+
+		code, out, errOut = runBin(t, "", "inspect", "--json", redisURL(b), "cli-free")
+		require.Equal(t, 0, code, errOut)
+		var got map[string]any
+		require.NoError(t, json.Unmarshal([]byte(out), &got), out)
+		_, err := time.Parse(time.RFC3339Nano, got["time"].(string))
+		require.NoError(t, err)
+		delete(got, "time")
+		require.Equal(t, map[string]any{"name": "cli-free", "locked": false, "holders": []any{}, "ttl_ms": nil,
+			"no_expiry": false, "token": nil, "channel": rlock.Channel("cli-free"), "subscribers": float64(0),
+			"queue": []any{}}, got)
+	})
 }
 
-func TestUnreachableServer(t *testing.T) {
-	code, _, errOut := runCLI("demo", "--progress=false", "--redis=redis://127.0.0.1:1")
+func TestInspectRedissonLocks(t *testing.T) {
+	b := redistest.Real(t)
+	rdb := b.NewClient(t)
+	require.NoError(t, rdb.HSet(context.Background(), "cli-noexp", "java-client:1", 1).Err())
+	code, out, errOut := runBin(t, "", "inspect", redisURL(b), "cli-noexp")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "held, no expiry")
+	require.Contains(t, out, "client java-client, owner 1")
+
+	require.NoError(t, rdb.HSet(context.Background(), "cli-rw", "mode", "write", "java-client:1:write", 1).Err())
+	code, out, errOut = runBin(t, "", "inspect", redisURL(b), "cli-rw")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "mode         write (a Redisson read-write lock)")
+	require.Contains(t, out, "java-client:1:write  1 hold")
+	code, _, errOut = runBin(t, "", "unlock", "--force", "--yes", redisURL(b), "cli-rw")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "Redisson read-write lock")
+}
+
+func TestCluster(t *testing.T) {
+	// One cluster for both subtests: a new one takes 2 s to accept writes.
+	addr := startCluster(t)
+	t.Run("demo", func(t *testing.T) {
+		code, out, errOut := runBin(t, "", "demo", "--progress=off", "--services=2", "--workers=2", "--stock=10", "--work=0s", "--cluster="+addr)
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, out, "Redis Cluster at "+addr)
+		require.Equal(t, []string{"10", "0", "0"}, demoLine(t, out, "reentrant")[2:5])
+	})
+	t.Run("inspect", func(t *testing.T) {
+		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}})
+		t.Cleanup(func() { _ = rdb.Close() })
+		const name = "{orders}:cli"
+		_, field := hold(t, rdb, "client-a", "w", name, 1)
+		ps := rdb.Subscribe(context.Background(), rlock.Channel(name))
+		t.Cleanup(func() { _ = ps.Close() })
+		_, err := ps.Receive(context.Background())
+		require.NoError(t, err)
+
+		code, out, errOut := runBin(t, "", "inspect", "--json", "--cluster="+addr, name)
+		require.Equal(t, 0, code, errOut)
+		var j jsonReport
+		require.NoError(t, json.Unmarshal([]byte(out), &j), out)
+		require.Equal(t, field, j.Holders[0].Field)
+		require.EqualValues(t, 1, j.Subscribers)
+		require.Equal(t, rlock.ChannelPrefix+":{orders}:cli", j.Channel)
+	})
+}
+
+func TestInspectWatch(t *testing.T) {
+	b := redistest.Mini(t)
+	rdb := b.NewClient(t)
+	l, _ := hold(t, rdb, "client-a", "w", "cli-watch", 1)
+
+	cmd := exec.Command(bin, "inspect", "--watch", "--json", "--interval=20ms", redisURL(b), "cli-watch")
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var errb lockedBuffer
+	cmd.Stderr = &errb
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	lines := bufio.NewScanner(stdout)
+
+	next := func() jsonReport {
+		t.Helper()
+		require.True(t, lines.Scan(), "stderr: %s", errb.String())
+		var j jsonReport
+		require.NoError(t, json.Unmarshal(lines.Bytes(), &j))
+		return j
+	}
+	require.True(t, next().Locked)
+	require.NoError(t, l.Unlock(rlock.WithOwner(context.Background(), "w")))
+	for next().Locked { // refreshes until it sees the release
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	for lines.Scan() {
+	}
+	require.NoError(t, cmd.Wait(), "Ctrl-C ends --watch with status 0; stderr: %s", errb.String())
+}
+
+func TestInspectNotALock(t *testing.T) {
+	b := redistest.Mini(t)
+	require.NoError(t, b.Mini.Set("cli-string", "v"))
+	code, _, errOut := runBin(t, "", "inspect", redisURL(b), "cli-string")
 	require.Equal(t, 1, code)
-	require.Contains(t, errOut, "cannot reach Redis at 127.0.0.1:1")
+	require.Contains(t, errOut, "not a lock")
+}
+
+func TestUnlockForce(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		rdb := b.NewClient(t)
+		const name = "cli-unlock"
+		l, field := hold(t, rdb, "client-a", "w", name, 3)
+
+		code, out, errOut := runBin(t, "", "unlock", "--force", "--yes", redisURL(b), name)
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, out, "Force-unlocked "+name+" (was held by "+field+" (3 holds), TTL ")
+		locked, err := l.IsLocked(ctx)
+		require.NoError(t, err)
+		require.False(t, locked)
+		require.ErrorIs(t, l.Unlock(rlock.WithOwner(ctx, "w")), rlock.ErrNotHeld, "the holder learns of it at its next Unlock")
+
+		code, out, errOut = runBin(t, "", "unlock", name, "--force", "--yes", redisURL(b))
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, out, "not locked; nothing to do")
+	})
+}
+
+// TestUnlockForceFair: force-unlocking a fair lock wakes the waiter first in
+// line on its own channel; with long timeouts nothing else could grant it.
+func TestUnlockForceFair(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		const name = "cli-unlock-fair"
+		c, err := reentrant.NewClient(b.NewClient(t), reentrant.WithMaxPoll(time.Hour))
+		require.NoError(t, err)
+		defer c.Close()
+		holder, err := fair.New(c, name, fair.WithLease(time.Hour))
+		require.NoError(t, err)
+		require.NoError(t, holder.Lock(ctx))
+		waiter, err := fair.New(c, name, fair.WithQueueTimeout(time.Hour))
+		require.NoError(t, err)
+		done := make(chan error, 1)
+		go func() { done <- waiter.Lock(ctx) }()
+		require.Eventually(t, func() bool {
+			q, err := holder.Queue(ctx)
+			return err == nil && len(q) == 1
+		}, 10*time.Second, time.Millisecond)
+
+		code, out, errOut := runBin(t, "", "unlock", "--force", "--yes", redisURL(b), name)
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, out, "Force-unlocked "+name)
+		require.Contains(t, errOut, "fair queue of 1 waiter")
+		require.NoError(t, <-done, "the head of the queue was woken")
+		require.NoError(t, waiter.Unlock(ctx))
+	})
+}
+
+func TestUnlockRefusals(t *testing.T) {
+	b := redistest.Mini(t)
+	rdb := b.NewClient(t)
+	l, _ := hold(t, rdb, "client-a", "w", "cli-keep", 1)
+	ctx := context.Background()
+	stillLocked := func() {
+		t.Helper()
+		locked, err := l.IsLocked(ctx)
+		require.NoError(t, err)
+		require.True(t, locked)
+	}
+
+	code, _, errOut := runBin(t, "y\n", "unlock", redisURL(b), "cli-keep")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "needs --force")
+	stillLocked()
+
+	code, _, errOut = runBin(t, "y\n", "unlock", "--force", redisURL(b), "cli-keep")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "stdin is not a terminal; add --yes")
+	stillLocked()
+
+	require.NoError(t, b.Mini.Set("cli-string", "v"))
+	code, _, errOut = runBin(t, "", "unlock", "--force", "--yes", redisURL(b), "cli-string")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "not a lock")
+	require.True(t, b.Mini.Exists("cli-string"), "a key that is not a lock is never deleted")
+
+	b.Mini.HSet("cli-counters", "orders", "5")
+	code, _, errOut = runBin(t, "", "unlock", "--force", "--yes", redisURL(b), "cli-counters")
+	require.Equal(t, 1, code)
+	require.Contains(t, errOut, "does not look like a lock")
+	require.True(t, b.Mini.Exists("cli-counters"))
+}
+
+func TestUnlockConfirm(t *testing.T) {
+	// In-process, with stdin presented as a terminal.
+	b := redistest.Mini(t)
+	rdb := b.NewClient(t)
+	l, field := hold(t, rdb, "client-a", "w", "cli-confirm", 1)
+	ctx := context.Background()
+
+	for _, answer := range []string{"", "n\n", "no\n", "maybe\n"} {
+		code, _, errOut := runIn(answer, "unlock", "--force", redisURL(b), "cli-confirm")
+		require.Equal(t, 1, code, "answer %q", answer)
+		require.Contains(t, errOut, "Force-unlock cli-confirm held by "+field+" (1 hold), TTL ")
+		require.Contains(t, errOut, "[y/N]")
+		require.Contains(t, errOut, "not unlocked")
+		locked, err := l.IsLocked(ctx)
+		require.NoError(t, err)
+		require.True(t, locked)
+	}
+	code, out, errOut := runIn("Y\n", "unlock", "--force", redisURL(b), "cli-confirm")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "Force-unlocked cli-confirm")
+	locked, err := l.IsLocked(ctx)
+	require.NoError(t, err)
+	require.False(t, locked)
+}
+
+func TestBadInput(t *testing.T) {
+	b := redistest.Mini(t)
+	r := redisURL(b)
+	long := strings.Repeat("x", rlock.MaxNameLen+1)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, 2, "Usage:"},
+		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		{[]string{"demo", "--services=0"}, 2, "--services must be 1..64"},
+		{[]string{"demo", "--stock=-1"}, 2, "--stock must be"},
+		{[]string{"demo", "--no-such-flag"}, 2, "flag provided but not defined: -no-such-flag"},
+		{[]string{"demo", "extra"}, 2, `unexpected argument "extra"`},
+		{[]string{"demo", "--redis=http://[::1"}, 2, "--redis"},
+		{[]string{"demo", "--redis=redis://127.0.0.1:99999"}, 2, "port must be 1..65535"},
+		{[]string{"demo", "--locks=bogus"}, 2, `unknown lock kind "bogus"`},
+		{[]string{"demo", "--progress=sometimes"}, 2, "want auto, bar, plain or off"},
+		{[]string{"demo", "--redlock=nohost"}, 2, "--redlock: bad address"},
+		{[]string{"demo", "--redis=redis://127.0.0.1:1", "--cluster=127.0.0.1:2"}, 2, "not both"},
+		{[]string{"demo", "--progress=off", "--redis=redis://127.0.0.1:1"}, 3, "cannot reach Redis at 127.0.0.1:1"},
+		{[]string{"inspect", r}, 2, "missing lock NAME"},
+		{[]string{"inspect", r, ""}, 2, "empty lock name"},
+		{[]string{"inspect", r, long}, 2, "more than 1024"},
+		{[]string{"inspect", r, "a", "b"}, 2, "one lock NAME expected"},
+		{[]string{"inspect", r, "--interval=0s", "a"}, 2, "--interval must be positive"},
+		{[]string{"inspect", "--cluster=,", "a"}, 2, "--cluster: no addresses"},
+		{[]string{"inspect", "--cluster=127.0.0.1", "a"}, 2, "want host:port"},
+		{[]string{"inspect", "--redis=redis://:1", "a"}, 2, "no host"},
+		{[]string{"inspect", "--bogus", "a"}, 2, "flag provided but not defined"},
+		{[]string{"inspect", "--redis=redis://127.0.0.1:1", "a"}, 3, "cannot reach Redis at 127.0.0.1:1"},
+		{[]string{"inspect", "--cluster=127.0.0.1:1", "a"}, 3, "cannot reach Redis Cluster at 127.0.0.1:1"},
+		{[]string{"unlock", "--force", "--yes", r, ""}, 2, "empty lock name"},
+		{[]string{"unlock", "--force", "--yes", "--redis=redis://127.0.0.1:1", "a"}, 3, "cannot reach"},
+		{[]string{"unlock", "--force", "--yes", "--redis=bogus://x", "a"}, 2, "--redis"},
+	} {
+		code, _, errOut := runBin(t, "", tc.args...)
+		require.Equal(t, tc.code, code, "%q: %s", tc.args, errOut)
+		require.Contains(t, errOut, tc.want, "%q", tc.args)
+	}
+	for _, args := range [][]string{{"help"}, {"--help"}} {
+		code, out, _ := runBin(t, "", args...)
+		require.Equal(t, 0, code)
+		require.Contains(t, out, "rlock inspect")
+		require.Contains(t, out, "Exit status:")
+	}
+	for _, cmd := range []string{"demo", "inspect", "unlock"} {
+		code, _, errOut := runBin(t, "", cmd, "-h")
+		require.Equal(t, 0, code)
+		require.Contains(t, errOut, "Usage: rlock "+cmd)
+		require.Contains(t, errOut, "Exit status")
+	}
+}
+
+func TestParse(t *testing.T) {
+	// Flags may follow NAME; after "--" everything is positional.
+	b := redistest.Mini(t)
+	code, out, errOut := runIn("", "inspect", "--", "-name", redisURL(b))
+	require.Equal(t, 2, code, out+errOut)
+	require.Contains(t, errOut, "one lock NAME expected, got 2")
+	code, out, errOut = runIn("", "inspect", "name", redisURL(b), "--fair", "--", "-x")
+	require.Equal(t, 2, code, out+errOut)
+	code, out, errOut = runIn("", "inspect", redisURL(b), "--", "-name")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "lock         -name")
+}
+
+// lockedBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

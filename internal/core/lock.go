@@ -318,6 +318,11 @@ func (l *Lock) attempt(ctx context.Context, h *hold, lease time.Duration, join b
 func (l *Lock) attemptLocked(ctx context.Context, h *hold, lease time.Duration, join bool) (time.Duration, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if ctx.Err() != nil {
+		// Ended before anything was sent: send nothing. (A fair waiter's
+		// departure may already have run; a join now would undo it.)
+		return 0, l.ctxErr(ctx)
+	}
 	watchdogMode := lease == rlock.WatchdogMode
 	if watchdogMode {
 		lease = l.c.wd.LeaseDuration()

@@ -1,6 +1,7 @@
 // Package redistest holds the helpers that the tests of this module share:
 // throw-away Redis servers (an embedded miniredis and real redis-server
-// processes), a fault-injecting TCP proxy, a re-executed child test process
+// processes, also as a Redis Cluster, a master with a replica, or a master,
+// a replica and three sentinels), a fault-injecting TCP proxy, a re-executed child test process
 // for "the holder crashed" scenarios, and small inspection helpers.
 //
 // It is an ordinary package, not a _test.go file, so that the tests of every

@@ -52,6 +52,8 @@ type Server struct {
 	logPath string
 	outPath string
 	extra   []string
+	conf    string // config file given as the first argument, if any (sentinel)
+	ready   string // the log line that says the server is ready, if not the default
 
 	mu   sync.Mutex
 	proc *serverProc // the running process; nil after Kill or before start
@@ -235,6 +237,9 @@ func (s *Server) start() error {
 		"--logfile", s.logPath,
 	}
 	args = append(args, s.extra...)
+	if s.conf != "" {
+		args = append([]string{s.conf}, args...)
+	}
 
 	// Config errors go to stderr, not to the log file: keep them in a file
 	// (a file, not a pipe, so that no copying goroutine is needed).
@@ -290,7 +295,11 @@ func (s *Server) waitReady(p *serverProc) error {
 			return fmt.Errorf("redis-server exited during startup: %v", p.err)
 		default:
 		}
-		if s.logMentions(p, "Ready to accept connections") {
+		ready := "Ready to accept connections"
+		if s.ready != "" {
+			ready = s.ready
+		}
+		if s.logMentions(p, ready) {
 			lastErr = pingAs(s.Addr(), pid)
 			if lastErr == nil {
 				return nil

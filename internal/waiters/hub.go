@@ -33,7 +33,8 @@ type Subscriber interface {
 // The order matters: a channel unsubscribed by its last waiter and joined
 // again at once is subscribed after the UNSUBSCRIBE.
 type Hub struct {
-	rdb Subscriber
+	rdb    Subscriber
+	linger time.Duration
 	// perChannel: one pub/sub connection per channel instead of one per
 	// hub. Needed for *redis.Ring, which shards channels like keys and
 	// cannot open a connection without a channel.
@@ -78,6 +79,17 @@ type topic struct {
 	c         *conn
 	confirmed bool
 	waiters   []*Waiter // in join order
+
+	// A confirmed topic whose last waiter left lingers, still subscribed,
+	// for the hub's linger time, so an owner that waits again soon (a fair
+	// lock's waiter, a hot lock's) needs no new SUBSCRIBE and no retry on
+	// its confirmation. idle is its timer; gen tells a stale timer from
+	// the current one; missed records a message (or a resubscription)
+	// that arrived while nobody waited, which the next waiter must not
+	// miss.
+	idle   *time.Timer
+	gen    uint64
+	missed bool
 }
 
 // Waiter is one blocked caller's membership in a channel. Receive from C to
@@ -91,12 +103,17 @@ type Waiter struct {
 	topic *topic
 }
 
+// DefaultLinger is how long a channel stays subscribed after its last
+// waiter left.
+const DefaultLinger = time.Second
+
 // New returns a hub that opens its pub/sub connections through rdb. It does
 // no I/O and starts no goroutine; the first Join does.
 func New(rdb Subscriber) *Hub {
 	_, ring := rdb.(*redis.Ring)
 	return &Hub{
 		rdb:        rdb,
+		linger:     DefaultLinger,
 		perChannel: ring,
 		conns:      make(map[string]*conn),
 		open:       make(map[*conn]struct{}),
@@ -113,7 +130,10 @@ func (h *Hub) connKey(channel string) string {
 
 // Join registers a waiter on channel; the channel's first waiter queues its
 // SUBSCRIBE. The waiter's C gets a signal once the server confirms the
-// subscription. Join never waits for I/O. A SUBSCRIBE that fails is not
+// subscription. On a channel still subscribed after its last waiter left
+// (lingering), it gets a signal at once if a message or a resubscription
+// arrived meanwhile, and none otherwise: every message since the caller's
+// last look at the lock reaches it. Join never waits for I/O. A SUBSCRIBE that fails is not
 // fatal: go-redis subscribes again when it reconnects, and callers bound
 // their waits by the lock's TTL. Join reports false, and registers
 // nothing, when the hub is closed.
@@ -138,6 +158,15 @@ func (h *Hub) Join(channel string) (*Waiter, bool) {
 	}
 	w.topic = t
 	t.waiters = append(t.waiters, w)
+	if t.idle != nil { // lingering: in use again
+		t.idle.Stop()
+		t.idle = nil
+		t.gen++
+		if t.missed {
+			w.signal()
+		}
+		t.missed = false
+	}
 	return w, true
 }
 
@@ -274,8 +303,11 @@ func (h *Hub) subscribed(channel string) {
 	for _, w := range t.waiters {
 		w.signal()
 	}
-	if len(t.waiters) == 0 { // its last waiter left before the confirmation
-		h.dropLocked(t)
+	if len(t.waiters) == 0 {
+		if t.idle == nil { // its last waiter left before the confirmation
+			h.idleLocked(t)
+		}
+		t.missed = true // whoever joins next retries
 	}
 }
 
@@ -284,6 +316,10 @@ func (h *Hub) message(channel, payload string) {
 	defer h.mu.Unlock()
 	t := h.topics[channel]
 	if t == nil {
+		return
+	}
+	if len(t.waiters) == 0 {
+		t.missed = true
 		return
 	}
 	if payload == "1" { // read-lock release: every waiter may proceed
@@ -331,14 +367,38 @@ func (w *Waiter) Leave() {
 			break
 		}
 	}
+	unused := false
 	select {
 	case <-w.C:
-		t.wakeOne(w)
+		unused = !t.wakeOne(w)
 	default:
 	}
 	if len(t.waiters) == 0 && t.confirmed && !h.closed {
-		h.dropLocked(t)
+		h.idleLocked(t)
 	}
+	if unused { // nobody to pass it to: the next waiter gets it
+		t.missed = true
+	}
+}
+
+// idleLocked lets t, whose last waiter left, linger before it is dropped.
+// h.mu must be held.
+func (h *Hub) idleLocked(t *topic) {
+	if h.linger <= 0 {
+		h.dropLocked(t)
+		return
+	}
+	t.missed = false
+	t.gen++
+	gen := t.gen
+	t.idle = time.AfterFunc(h.linger, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if !h.closed && h.topics[t.channel] == t && t.gen == gen && len(t.waiters) == 0 {
+			t.idle = nil
+			h.dropLocked(t)
+		}
+	})
 }
 
 // dropLocked forgets t and queues its UNSUBSCRIBE. h.mu must be held.
@@ -356,6 +416,7 @@ func (h *Hub) dropLocked(t *topic) {
 type Stats struct {
 	Connections int // open pub/sub connections
 	Channels    int // channels with at least one waiter
+	Lingering   int // channels still subscribed after their last waiter left
 	Waiters     int // registered waiters
 }
 
@@ -363,9 +424,14 @@ type Stats struct {
 func (h *Hub) Stats() Stats {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s := Stats{Connections: len(h.conns), Channels: len(h.topics)}
+	s := Stats{Connections: len(h.conns)}
 	for _, t := range h.topics {
 		s.Waiters += len(t.waiters)
+		if len(t.waiters) > 0 {
+			s.Channels++
+		} else if t.idle != nil {
+			s.Lingering++
+		}
 	}
 	return s
 }
@@ -380,6 +446,11 @@ func (h *Hub) Close() {
 		return
 	}
 	h.closed = true
+	for _, t := range h.topics {
+		if t.idle != nil {
+			t.idle.Stop()
+		}
+	}
 	open := h.open
 	h.open = map[*conn]struct{}{}
 	h.mu.Unlock()

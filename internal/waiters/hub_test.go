@@ -2,6 +2,7 @@ package waiters_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -124,16 +125,55 @@ func TestRejoinBeforeConfirmation(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		h := waiters.New(b.NewClient(t))
 		defer h.Close()
-		ch := redistest.Name(t)
-		for range 50 {
+		for i := range 50 {
+			ch := redistest.Name(t) + ":" + strconv.Itoa(i)
 			w, ok := h.Join(ch)
 			require.True(t, ok)
 			w.Leave()
 			w2, ok := h.Join(ch)
 			require.True(t, ok)
-			require.True(t, signalled(w2))
+			require.True(t, signalled(w2), "iteration %d", i)
 			w2.Leave()
 		}
+		require.Eventually(t, func() bool { return h.Stats() == waiters.Stats{Connections: 1} }, 5*time.Second, time.Millisecond,
+			"unsubscribed once they stopped lingering")
+	})
+}
+
+// TestLingerKeepsSubscription: a channel stays subscribed for a while after
+// its last waiter left. A waiter joining it then needs no new SUBSCRIBE;
+// it is signalled at once only if a message arrived meanwhile.
+func TestLingerKeepsSubscription(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		rdb := b.NewClient(t)
+		h := waiters.New(rdb)
+		defer h.Close()
+		ch := redistest.Name(t)
+		w, ok := h.Join(ch)
+		require.True(t, ok)
+		require.True(t, signalled(w)) // confirmed
+		w.Leave()
+		require.Equal(t, waiters.Stats{Connections: 1, Lingering: 1}, h.Stats())
+
+		w, ok = h.Join(ch)
+		require.True(t, ok)
+		require.True(t, quiet(w), "nothing happened while it lingered")
+		require.NoError(t, rdb.Publish(ctx, ch, "0").Err())
+		require.True(t, signalled(w))
+		w.Leave()
+
+		require.NoError(t, rdb.Publish(ctx, ch, "0").Err())
+		require.Eventually(t, func() bool {
+			n, err := rdb.PubSubNumSub(ctx, ch).Result()
+			return err == nil && n[ch] == 1
+		}, 5*time.Second, time.Millisecond)
+		// The message reached the lingering topic before this Join, or
+		// after it: either way the new waiter hears of it.
+		w, ok = h.Join(ch)
+		require.True(t, ok)
+		require.True(t, signalled(w), "a message while it lingered is not lost")
+		w.Leave()
 		require.Eventually(t, func() bool { return h.Stats() == waiters.Stats{Connections: 1} }, 5*time.Second, time.Millisecond)
 	})
 }

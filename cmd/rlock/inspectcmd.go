@@ -1,0 +1,254 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlock-go/rlock/internal/inspect"
+)
+
+const inspectHelp = `Usage: rlock inspect [flags] NAME
+
+Shows the Redis state of lock NAME, for any lock kind (reentrant or fair,
+rlock or Redisson): its holders (owner field "<clientID>:<ownerID>" and hold
+count), remaining TTL, fencing token counter, the fair lock's queue with each
+waiter's deadline, and how many clients are subscribed to the lock's channel
+and to each waiter's channel. It only reads.
+
+Flags may come before or after NAME. Exit status: 0 ok (also when --watch is
+ended by Ctrl-C), 1 Redis error or NAME is not a lock, 2 bad usage,
+3 Redis unreachable.
+
+Flags:
+`
+
+func inspectCmd(ctx context.Context, args []string, e env) error {
+	fs := flag.NewFlagSet("rlock inspect", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	var (
+		conn     connFlags
+		fair     bool
+		watch    bool
+		jsonOut  bool
+		interval time.Duration
+	)
+	conn.register(fs, "Redis URL, redis://[user:password@]host:port[/db] (default "+defaultRedisURL+")")
+	fs.BoolVar(&fair, "fair", false, "always show the fair queue section, even when empty (it is shown whenever the queue exists)")
+	fs.BoolVar(&watch, "watch", false, "refresh every --interval until interrupted (Ctrl-C)")
+	fs.DurationVar(&interval, "interval", time.Second, "refresh period for --watch")
+	fs.BoolVar(&jsonOut, "json", false, "print one JSON object (one per line and refresh with --watch)")
+	fs.Usage = func() {
+		fmt.Fprint(e.stderr, inspectHelp)
+		fs.PrintDefaults()
+	}
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	name, err := lockName(pos)
+	if err != nil {
+		return err
+	}
+	if interval <= 0 {
+		return usageError("--interval must be positive")
+	}
+	rdb, _, err := conn.connect(ctx, defaultRedisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+
+	show := func(r *inspect.Report) error {
+		if jsonOut {
+			return json.NewEncoder(e.stdout).Encode(toJSON(r))
+		}
+		return writeText(e.stdout, r, fair)
+	}
+	if !watch {
+		r, err := inspect.Read(ctx, rdb, name, time.Now())
+		if err != nil {
+			return err
+		}
+		return show(r)
+	}
+	return watchLoop(ctx, rdb, name, interval, e, jsonOut, show)
+}
+
+// watchLoop shows the lock every interval until ctx ends, which is a clean
+// exit. A Redis error is reported and retried at the next refresh; a key
+// that is not a lock ends the loop.
+func watchLoop(ctx context.Context, rdb redis.UniversalClient, name string, interval time.Duration, e env,
+	jsonOut bool, show func(*inspect.Report) error) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for first := true; ; first = false {
+		r, err := inspect.Read(ctx, rdb, name, time.Now())
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, inspect.ErrNotALock):
+			return err
+		case err != nil:
+			fmt.Fprintf(e.stderr, "rlock inspect: %s: %v\n", time.Now().Format(timeFormat), err)
+		default:
+			if !jsonOut {
+				if e.stdoutTTY {
+					fmt.Fprint(e.stdout, "\x1b[H\x1b[2J") // home, clear screen
+				} else if !first {
+					fmt.Fprintln(e.stdout)
+				}
+			}
+			if err := show(r); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+const timeFormat = "2006-01-02 15:04:05.000 MST"
+
+// writeText prints r for people.
+func writeText(w io.Writer, r *inspect.Report, fair bool) error {
+	var b strings.Builder
+	row := func(k, format string, a ...any) { fmt.Fprintf(&b, "%-12s %s\n", k, fmt.Sprintf(format, a...)) }
+	row("lock", "%s", r.Name)
+	row("at", "%s", r.Time.Format(timeFormat))
+	switch {
+	case !r.Locked:
+		row("state", "free")
+	case r.Expires:
+		row("state", "held, TTL %s", roundDur(r.TTL))
+	default:
+		row("state", "held, no expiry (only an unlock frees it)")
+	}
+	if r.Mode != "" {
+		row("mode", "%s (a Redisson read-write lock)", r.Mode)
+	}
+	for i, h := range r.Holders {
+		k := ""
+		if i == 0 {
+			k = "holders"
+		}
+		row(k, "%s  %s", h.Field, plural(h.Holds, "hold"))
+		if h.OwnerID != "" {
+			row("", "  client %s, owner %s", h.ClientID, h.OwnerID)
+		}
+	}
+	if r.HasToken {
+		row("token", "%d (last fencing token granted)", r.Token)
+	} else {
+		row("token", "none")
+	}
+	row("subscribers", "%s on %s", plural(r.Subscribers, "client"), r.Channel)
+	if len(r.Queue) > 0 || fair {
+		if len(r.Queue) == 0 {
+			row("fair queue", "empty")
+		} else {
+			row("fair queue", "%s, head first", plural(int64(len(r.Queue)), "waiter"))
+		}
+		for i, q := range r.Queue {
+			dl := "no deadline"
+			if q.HasDeadline {
+				dl = "deadline " + q.Deadline.Format(timeFormat)
+				if q.Overdue(r.Time) {
+					dl += " (overdue: pruned at the next attempt)"
+				} else {
+					dl += " (in " + roundDur(q.Deadline.Sub(r.Time)) + ")"
+				}
+			}
+			fmt.Fprintf(&b, "  %2d. %s\n      %s, %s subscribed\n", i+1, q.Field, dl, plural(q.Subscribers, "client"))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func plural(n int64, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// roundDur prints d to a tenth of a second ("12.3s"), or to the
+// millisecond below one second.
+func roundDur(d time.Duration) string {
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(100 * time.Millisecond).String()
+}
+
+// jsonReport is inspect's --json output. Absent values are null, never
+// magic numbers.
+type jsonReport struct {
+	Name        string       `json:"name"`
+	Time        time.Time    `json:"time"`
+	Locked      bool         `json:"locked"`
+	Holders     []jsonHolder `json:"holders"`
+	Mode        string       `json:"mode,omitempty"` // a Redisson read-write lock's mode
+	TTLMillis   *int64       `json:"ttl_ms"`         // null when free or without expiry
+	NoExpiry    bool         `json:"no_expiry"`      // held and never expires
+	Token       *int64       `json:"token"`          // null when there is no token counter
+	Channel     string       `json:"channel"`
+	Subscribers int64        `json:"subscribers"`
+	Queue       []jsonWaiter `json:"queue"`
+}
+
+type jsonHolder struct {
+	Field    string `json:"field"`
+	ClientID string `json:"client_id"`
+	OwnerID  string `json:"owner_id"`
+	Holds    int64  `json:"holds"`
+}
+
+type jsonWaiter struct {
+	Field       string     `json:"field"`
+	Deadline    *time.Time `json:"deadline"` // null when the waiter has none
+	InMillis    *int64     `json:"in_ms"`    // deadline - time; negative when overdue
+	Overdue     bool       `json:"overdue"`
+	Channel     string     `json:"channel"`
+	Subscribers int64      `json:"subscribers"`
+}
+
+func toJSON(r *inspect.Report) jsonReport {
+	j := jsonReport{
+		Name: r.Name, Time: r.Time, Locked: r.Locked, Mode: r.Mode, Channel: r.Channel, Subscribers: r.Subscribers,
+		Holders: []jsonHolder{}, Queue: []jsonWaiter{},
+	}
+	if r.Locked && r.Expires {
+		ms := r.TTL.Milliseconds()
+		j.TTLMillis = &ms
+	}
+	j.NoExpiry = r.Locked && !r.Expires
+	if r.HasToken {
+		tok := r.Token
+		j.Token = &tok
+	}
+	for _, h := range r.Holders {
+		j.Holders = append(j.Holders, jsonHolder(h))
+	}
+	for _, q := range r.Queue {
+		w := jsonWaiter{Field: q.Field, Overdue: q.Overdue(r.Time), Channel: q.Channel, Subscribers: q.Subscribers}
+		if q.HasDeadline {
+			dl := q.Deadline
+			in := dl.Sub(r.Time).Milliseconds()
+			w.Deadline, w.InMillis = &dl, &in
+		}
+		j.Queue = append(j.Queue, w)
+	}
+	return j
+}

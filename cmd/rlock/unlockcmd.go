@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rlock-go/rlock/fair"
+	"github.com/rlock-go/rlock/internal/inspect"
+	"github.com/rlock-go/rlock/reentrant"
+)
+
+const unlockHelp = `Usage: rlock unlock --force [--yes] [flags] NAME
+
+The operator's escape hatch: deletes lock NAME whoever holds it and wakes a
+waiter, as ForceUnlock does. The holder is not asked: it learns of the loss
+from its watchdog (Done/Err) or at its next Unlock (ErrNotHeld), and may
+still be acting on the resource the lock protected. Use it for a lock whose
+holder is known to be dead and whose lease would not run out soon enough
+(or that has no expiry).
+
+It shows the holder and asks "Force-unlock NAME held by ...? [y/N]" on the
+terminal unless --yes is given; without a terminal on stdin it needs --yes.
+It never deletes a key that is not a lock. Flags may come before or after
+NAME.
+
+Exit status: 0 unlocked, or NAME was not locked; 1 declined, NAME is not a
+lock, or a Redis error; 2 bad usage (including no --force, or no --yes
+without a terminal); 3 Redis unreachable.
+
+Flags:
+`
+
+func unlockCmd(ctx context.Context, args []string, e env) error {
+	fs := flag.NewFlagSet("rlock unlock", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	var (
+		conn       connFlags
+		force, yes bool
+	)
+	conn.register(fs, "Redis URL, redis://[user:password@]host:port[/db] (default "+defaultRedisURL+")")
+	fs.BoolVar(&force, "force", false, "required: delete the lock whoever holds it")
+	fs.BoolVar(&yes, "yes", false, "do not ask for confirmation")
+	fs.Usage = func() {
+		fmt.Fprint(e.stderr, unlockHelp)
+		fs.PrintDefaults()
+	}
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	name, err := lockName(pos)
+	if err != nil {
+		return err
+	}
+	if !force {
+		return usageError("unlock needs --force: it deletes %q whoever holds it (a holder releases its own lock with Unlock)", name)
+	}
+	if !yes && !e.stdinTTY {
+		return usageError("refusing to force-unlock %q without confirmation: stdin is not a terminal; add --yes", name)
+	}
+	rdb, _, err := conn.connect(ctx, defaultRedisURL)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+
+	// Read first: never delete a key that is not a lock, and show the
+	// operator whom they are about to dispossess.
+	r, err := inspect.Read(ctx, rdb, name, time.Now())
+	if err != nil {
+		return err
+	}
+	if !r.Locked {
+		fmt.Fprintf(e.stdout, "%s is not locked; nothing to do.\n", name)
+		return nil
+	}
+	// A hash of counters is not a lock even though the lock scripts would
+	// treat it as one: every field of a lock is "<clientID>:<ownerID>".
+	for _, h := range r.Holders {
+		if h.OwnerID == "" {
+			return fmt.Errorf("refusing to delete %q: it does not look like a lock (field %q is not <clientID>:<ownerID>)", name, h.Field)
+		}
+	}
+	held := describeHolders(r)
+	if !yes {
+		fmt.Fprintf(e.stderr, "Force-unlock %s held by %s? [y/N] ", name, held)
+		answer, _ := bufio.NewReader(e.stdin).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+			return fmt.Errorf("not unlocked: %q was not confirmed", name)
+		}
+	}
+
+	// The question may have taken a while: if the lock changed hands, the
+	// operator confirmed something else. (A change between this read and
+	// the deletion is still possible, in a window of one round trip.)
+	if !yes {
+		now, err := inspect.Read(ctx, rdb, name, time.Now())
+		if err != nil {
+			return err
+		}
+		if !now.Locked {
+			fmt.Fprintf(e.stdout, "%s was released meanwhile; nothing to do.\n", name)
+			return nil
+		}
+		if !sameHolders(r, now) {
+			return fmt.Errorf("not unlocked: %q changed hands while you were asked (now held by %s); run again", name, describeHolders(now))
+		}
+	}
+
+	// A fair lock's waiters listen on their own channels: its force unlock
+	// wakes the head of the queue; the reentrant one publishes on the lock
+	// channel.
+	c, err := reentrant.NewClient(rdb)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var l interface {
+		ForceUnlock(context.Context) (bool, error)
+	}
+	if len(r.Queue) > 0 {
+		l, err = fair.New(c, name)
+	} else {
+		l, err = reentrant.New(c, name)
+	}
+	if err != nil {
+		return err
+	}
+	deleted, err := l.ForceUnlock(ctx)
+	if err != nil {
+		return err
+	}
+	if !deleted {
+		fmt.Fprintf(e.stdout, "%s was released before the force-unlock; nothing deleted.\n", name)
+		return nil
+	}
+	fmt.Fprintf(e.stdout, "Force-unlocked %s (was held by %s).\n", name, held)
+	if r.Mode != "" {
+		fmt.Fprintf(e.stderr, "note: %s is a Redisson read-write lock; its waiters listen on another channel and retry when their wait times out.\n", name)
+	}
+	if len(r.Queue) > 0 {
+		fmt.Fprintf(e.stderr, "note: %s has a fair queue of %s; the first live one was woken.\n",
+			name, plural(int64(len(r.Queue)), "waiter"))
+	}
+	return nil
+}
+
+// describeHolders names the holders of a locked lock for the prompt.
+func describeHolders(r *inspect.Report) string {
+	var parts []string
+	for _, h := range r.Holders {
+		parts = append(parts, fmt.Sprintf("%s (%s)", h.Field, plural(h.Holds, "hold")))
+	}
+	s := strings.Join(parts, ", ")
+	if s == "" {
+		s = "nobody"
+	}
+	switch {
+	case r.Expires:
+		s += ", TTL " + roundDur(r.TTL)
+	default:
+		s += ", no expiry"
+	}
+	return s
+}
+
+func sameHolders(a, b *inspect.Report) bool {
+	if len(a.Holders) != len(b.Holders) {
+		return false
+	}
+	for i := range a.Holders {
+		if a.Holders[i].Field != b.Holders[i].Field {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,304 @@
+// Package inspect reads the Redis state of one lock for the rlock command:
+// who holds it and how often, its remaining TTL, its fencing token, the fair
+// lock's queue of waiters with their deadlines, and how many clients are
+// subscribed to its channels.
+//
+// It reads any lock name, whatever kind of lock (reentrant or fair, from
+// rlock or Redisson) it belongs to, using the key layout of package rlock.
+// The data keys (lock hash, token counter, queue, deadlines) are read in one
+// MULTI/EXEC transaction, so they form one consistent snapshot; they share
+// the lock's hash slot, so this works on Redis Cluster too. Subscriber counts
+// are read right after, with PUBSUB NUMSUB, summed over every node of a
+// Cluster or Ring. Read never writes.
+package inspect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlock-go/rlock"
+)
+
+// ErrNotALock is returned by Read when the lock name, or one of the keys
+// derived from it, holds a Redis value of the wrong type: it is not an rlock
+// (or Redisson) lock.
+var ErrNotALock = errors.New("not a lock")
+
+// rwModeField is the hash field in which a Redisson read-write lock keeps
+// its mode.
+const rwModeField = "mode"
+
+// Report is what Read found. Times and durations are measured against the
+// now passed to Read.
+type Report struct {
+	// Name is the lock name, which is also the key of the lock hash.
+	Name string
+	// Time is the now passed to Read.
+	Time time.Time
+	// Locked reports whether the lock hash exists.
+	Locked bool
+	// Holders are the fields of the lock hash: one per owner holding the
+	// lock (one, unless the lock is a read lock). Sorted by field.
+	Holders []Holder
+	// Mode is the "mode" field of a Redisson read-write lock ("read" or
+	// "write"); empty for other locks. Such a lock's holders are its
+	// readers or its writer (field "<clientID>:<ownerID>:write").
+	Mode string
+	// TTL is the lock's remaining lease when Locked and Expires.
+	TTL time.Duration
+	// Expires is false for a lock without expiry (PTTL -1).
+	Expires bool
+	// Token is the fencing token counter, the last token granted; HasToken
+	// is false when the counter does not exist.
+	Token    int64
+	HasToken bool
+	// Queue is the fair lock's queue of waiters, head first; empty for a
+	// lock without one.
+	Queue []Waiter
+	// Channel is the lock's unlock channel and Subscribers the number of
+	// subscriptions to it (clients of any kind waiting for a release).
+	Channel     string
+	Subscribers int64
+	// Keys are the Redis keys Read looked at, for the operator's reference.
+	Keys Keys
+}
+
+// Keys are the Redis keys of a lock.
+type Keys struct {
+	Lock, Token, Queue, Timeout string
+}
+
+// Holder is one field of the lock hash.
+type Holder struct {
+	// Field is the hash field, "<clientID>:<ownerID>".
+	Field string
+	// ClientID and OwnerID are Field split at its first colon. A field
+	// without a colon has it all in ClientID.
+	ClientID, OwnerID string
+	// Holds is the hold count.
+	Holds int64
+}
+
+// Waiter is one entry of a fair lock's queue.
+type Waiter struct {
+	// Field is the waiter's owner field, "<clientID>:<ownerID>".
+	Field string
+	// Deadline is the time by which the waiter must have taken the lock or
+	// refreshed its place, or be pruned as dead. HasDeadline is false when
+	// the waiter has no entry in the timeout set.
+	Deadline    time.Time
+	HasDeadline bool
+	// Channel is the waiter's own wake-up channel and Subscribers the number
+	// of subscriptions to it.
+	Channel     string
+	Subscribers int64
+}
+
+// Overdue reports whether the waiter's deadline has passed at now: the next
+// acquire attempt on the lock will prune it.
+func (w Waiter) Overdue(now time.Time) bool { return w.HasDeadline && !w.Deadline.After(now) }
+
+// KeysOf returns the keys of lock name.
+func KeysOf(name string) Keys {
+	return Keys{
+		Lock:    name,
+		Token:   rlock.DerivedKey(rlock.TokenPrefix, name),
+		Queue:   rlock.DerivedKey(rlock.QueuePrefix, name),
+		Timeout: rlock.DerivedKey(rlock.TimeoutPrefix, name),
+	}
+}
+
+// WaiterChannel returns the wake-up channel of the fair lock waiter whose
+// owner field is field.
+func WaiterChannel(name, field string) string { return rlock.Channel(name) + ":" + field }
+
+// Read reads the state of lock name. It returns an error wrapping
+// rlock.ErrInvalidArgument for a bad name, ErrNotALock when a key has the
+// wrong type, rlock.ErrUnexpectedReply for values no lock writes, and the
+// Redis error (or ctx's) otherwise. It runs two round trips, or one plus one
+// per node for PUBSUB NUMSUB on a Cluster or Ring.
+func Read(ctx context.Context, rdb redis.UniversalClient, name string, now time.Time) (*Report, error) {
+	if err := rlock.ValidateName(name); err != nil {
+		return nil, err
+	}
+	if rdb == nil {
+		return nil, fmt.Errorf("%w: nil Redis client", rlock.ErrInvalidArgument)
+	}
+	k := KeysOf(name)
+	var (
+		typ   *redis.StatusCmd
+		hash  *redis.MapStringStringCmd
+		pttl  *redis.DurationCmd
+		token *redis.StringCmd
+		queue *redis.StringSliceCmd
+		dls   *redis.ZSliceCmd
+	)
+	// The transaction's own error is that of the first failed command; each
+	// command is checked below instead, so a wrong type is named precisely.
+	_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		typ = p.Type(ctx, k.Lock)
+		hash = p.HGetAll(ctx, k.Lock)
+		pttl = p.PTTL(ctx, k.Lock)
+		token = p.Get(ctx, k.Token)
+		queue = p.LRange(ctx, k.Queue, 0, -1)
+		dls = p.ZRangeWithScores(ctx, k.Timeout, 0, -1)
+		return nil
+	})
+	if err != nil && typ == nil {
+		return nil, err
+	}
+	if err := typ.Err(); err != nil {
+		return nil, fmt.Errorf("reading %q: %w", name, err)
+	}
+	switch t := typ.Val(); t {
+	case "hash", "none":
+	default:
+		return nil, fmt.Errorf("%w: key %q holds a %s, not a lock hash", ErrNotALock, name, t)
+	}
+	r := &Report{Name: name, Time: now, Channel: rlock.Channel(name), Keys: k}
+
+	if err := wrongType(hash.Err(), k.Lock, "hash"); err != nil {
+		return nil, err
+	}
+	for field, v := range hash.Val() {
+		if field == rwModeField {
+			r.Mode = v
+			continue
+		}
+		n, perr := strconv.ParseInt(v, 10, 64)
+		if perr != nil {
+			return nil, fmt.Errorf("%w: lock %q: field %q has hold count %q", rlock.ErrUnexpectedReply, name, field, v)
+		}
+		h := Holder{Field: field, ClientID: field, Holds: n}
+		if i := strings.IndexByte(field, ':'); i >= 0 {
+			h.ClientID, h.OwnerID = field[:i], field[i+1:]
+		}
+		r.Holders = append(r.Holders, h)
+	}
+	sortHolders(r.Holders)
+	r.Locked = typ.Val() == "hash"
+
+	if err := pttl.Err(); err != nil {
+		return nil, fmt.Errorf("reading %q: %w", name, err)
+	}
+	if r.Locked {
+		// go-redis returns -1 and -2 unscaled; accept both spellings.
+		switch d := pttl.Val(); {
+		case d == -1 || d == -time.Millisecond:
+			r.Expires = false
+		case d < 0: // gone between TYPE and PTTL: impossible inside MULTI
+			return nil, fmt.Errorf("%w: lock %q: PTTL %v", rlock.ErrUnexpectedReply, name, d)
+		default:
+			r.Expires, r.TTL = true, d
+		}
+	}
+
+	switch v, err := token.Result(); {
+	case errors.Is(err, redis.Nil):
+	case err != nil:
+		if werr := wrongType(err, k.Token, "string"); werr != nil {
+			return nil, werr
+		}
+		return nil, fmt.Errorf("reading %q: %w", k.Token, err)
+	default:
+		n, perr := strconv.ParseInt(v, 10, 64)
+		if perr != nil {
+			return nil, fmt.Errorf("%w: fencing token counter %q is %q", rlock.ErrUnexpectedReply, k.Token, v)
+		}
+		r.Token, r.HasToken = n, true
+	}
+
+	if err := wrongType(queue.Err(), k.Queue, "list"); err != nil {
+		return nil, err
+	}
+	if err := wrongType(dls.Err(), k.Timeout, "sorted set"); err != nil {
+		return nil, err
+	}
+	deadline := make(map[string]float64, len(dls.Val()))
+	for _, z := range dls.Val() {
+		if m, ok := z.Member.(string); ok {
+			deadline[m] = z.Score
+		}
+	}
+	for _, field := range queue.Val() {
+		w := Waiter{Field: field, Channel: WaiterChannel(name, field)}
+		if ms, ok := deadline[field]; ok {
+			w.Deadline, w.HasDeadline = time.UnixMilli(int64(ms)), true
+		}
+		r.Queue = append(r.Queue, w)
+	}
+
+	channels := []string{r.Channel}
+	for _, w := range r.Queue {
+		channels = append(channels, w.Channel)
+	}
+	subs, err := numSub(ctx, rdb, channels)
+	if err != nil {
+		return nil, fmt.Errorf("counting subscribers of %q: %w", name, err)
+	}
+	r.Subscribers = subs[r.Channel]
+	for i := range r.Queue {
+		r.Queue[i].Subscribers = subs[r.Queue[i].Channel]
+	}
+	return r, nil
+}
+
+// wrongType turns a Redis WRONGTYPE error on key into ErrNotALock and
+// passes other errors through.
+func wrongType(err error, key, want string) error {
+	switch {
+	case err == nil || errors.Is(err, redis.Nil):
+		return nil
+	case strings.HasPrefix(err.Error(), "WRONGTYPE"):
+		return fmt.Errorf("%w: key %q is not a %s", ErrNotALock, key, want)
+	default:
+		return fmt.Errorf("reading %q: %w", key, err)
+	}
+}
+
+func sortHolders(hs []Holder) {
+	slices.SortFunc(hs, func(a, b Holder) int { return strings.Compare(a.Field, b.Field) })
+}
+
+// sharded is a client whose subscribers are spread over several servers
+// (*redis.ClusterClient, *redis.Ring).
+type sharded interface {
+	ForEachShard(ctx context.Context, fn func(ctx context.Context, c *redis.Client) error) error
+}
+
+// numSub returns PUBSUB NUMSUB of channels. PUBSUB NUMSUB counts only the
+// subscriptions on the server it is sent to, so on a Cluster or Ring it is
+// sent to every node and the counts summed.
+func numSub(ctx context.Context, rdb redis.UniversalClient, channels []string) (map[string]int64, error) {
+	sh, ok := rdb.(sharded)
+	if !ok {
+		return rdb.PubSubNumSub(ctx, channels...).Result()
+	}
+	counts := make([]atomic.Int64, len(channels))
+	err := sh.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error {
+		m, err := c.PubSubNumSub(ctx, channels...).Result()
+		if err != nil {
+			return err
+		}
+		for i, ch := range channels {
+			counts[i].Add(m[ch])
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(channels))
+	for i, ch := range channels {
+		out[ch] = counts[i].Load()
+	}
+	return out, nil
+}

@@ -1,0 +1,183 @@
+package inspect_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/inspect"
+	"github.com/rlock-go/rlock/internal/redistest"
+	"github.com/rlock-go/rlock/reentrant"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func TestReadFree(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		rdb := b.NewClient(t)
+		now := time.Now()
+		r, err := inspect.Read(context.Background(), rdb, "inspect-free", now)
+		require.NoError(t, err)
+		require.False(t, r.Locked)
+		require.Empty(t, r.Holders)
+		require.False(t, r.HasToken)
+		require.Empty(t, r.Queue)
+		require.Zero(t, r.Subscribers)
+		require.Equal(t, now, r.Time)
+		require.Equal(t, rlock.Channel("inspect-free"), r.Channel)
+	})
+}
+
+func TestReadHeld(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		rdb := b.NewClient(t)
+		c, err := reentrant.NewClient(rdb, reentrant.WithClientID("client-a"))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		const name = "inspect-held"
+		ctx = rlock.WithOwner(ctx, "worker-1")
+		l, err := reentrant.New(c, name, reentrant.WithLease(time.Minute))
+		require.NoError(t, err)
+		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, l.Lock(ctx))
+
+		// A fencing token and a fair queue of two waiters, written by hand
+		// (the layout is Redisson's): the first is overdue, the second waits.
+		now := time.Now()
+		k := inspect.KeysOf(name)
+		require.NoError(t, rdb.Set(ctx, k.Token, 17, 0).Err())
+		require.NoError(t, rdb.RPush(ctx, k.Queue, "client-b:w1", "client-c:w2", "client-d:w3").Err())
+		require.NoError(t, rdb.ZAdd(ctx, k.Timeout,
+			redis.Z{Member: "client-b:w1", Score: float64(now.Add(-time.Second).UnixMilli())},
+			redis.Z{Member: "client-c:w2", Score: float64(now.Add(12 * time.Second).UnixMilli())},
+		).Err())
+
+		// One client waits on the lock channel, one on the second waiter's.
+		ps := rdb.Subscribe(ctx, rlock.Channel(name), inspect.WaiterChannel(name, "client-c:w2"))
+		t.Cleanup(func() { _ = ps.Close() })
+		for range 2 {
+			_, err := ps.Receive(ctx)
+			require.NoError(t, err)
+		}
+
+		r, err := inspect.Read(ctx, rdb, name, now)
+		require.NoError(t, err)
+		require.True(t, r.Locked)
+		require.Equal(t, []inspect.Holder{{Field: "client-a:worker-1", ClientID: "client-a", OwnerID: "worker-1", Holds: 2}}, r.Holders)
+		require.True(t, r.Expires)
+		require.Greater(t, r.TTL, 50*time.Second)
+		require.LessOrEqual(t, r.TTL, time.Minute)
+		require.True(t, r.HasToken)
+		require.EqualValues(t, 17, r.Token)
+		require.EqualValues(t, 1, r.Subscribers)
+		require.Len(t, r.Queue, 3)
+
+		w := r.Queue[0]
+		require.Equal(t, "client-b:w1", w.Field)
+		require.True(t, w.HasDeadline)
+		require.True(t, w.Overdue(now))
+		require.Zero(t, w.Subscribers)
+
+		w = r.Queue[1]
+		require.Equal(t, "client-c:w2", w.Field)
+		require.Equal(t, now.Add(12*time.Second).UnixMilli(), w.Deadline.UnixMilli())
+		require.False(t, w.Overdue(now))
+		require.EqualValues(t, 1, w.Subscribers)
+		require.Equal(t, rlock.Channel(name)+":client-c:w2", w.Channel)
+
+		require.False(t, r.Queue[2].HasDeadline)
+		require.False(t, r.Queue[2].Overdue(now))
+		require.NoError(t, l.Unlock(ctx))
+		require.NoError(t, l.Unlock(ctx))
+	})
+}
+
+func TestReadNoExpiry(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		rdb := b.NewClient(t)
+		require.NoError(t, rdb.HSet(ctx, "inspect-noexp", "x:1", 1).Err())
+		r, err := inspect.Read(ctx, rdb, "inspect-noexp", time.Now())
+		require.NoError(t, err)
+		require.True(t, r.Locked)
+		require.False(t, r.Expires)
+		require.Equal(t, []inspect.Holder{{Field: "x:1", ClientID: "x", OwnerID: "1", Holds: 1}}, r.Holders)
+	})
+}
+
+func TestReadRedissonReadWriteLock(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		rdb := b.NewClient(t)
+		require.NoError(t, rdb.HSet(ctx, "inspect-rw", "mode", "read", "java-1:7", 2, "java-2:9", 1).Err())
+		r, err := inspect.Read(ctx, rdb, "inspect-rw", time.Now())
+		require.NoError(t, err)
+		require.Equal(t, "read", r.Mode)
+		require.Equal(t, []inspect.Holder{
+			{Field: "java-1:7", ClientID: "java-1", OwnerID: "7", Holds: 2},
+			{Field: "java-2:9", ClientID: "java-2", OwnerID: "9", Holds: 1},
+		}, r.Holders)
+	})
+}
+
+func TestReadHashTagName(t *testing.T) {
+	k := inspect.KeysOf("{orders}:42")
+	require.Equal(t, inspect.Keys{
+		Lock:    "{orders}:42",
+		Token:   rlock.TokenPrefix + ":{orders}:42",
+		Queue:   rlock.QueuePrefix + ":{orders}:42",
+		Timeout: rlock.TimeoutPrefix + ":{orders}:42",
+	}, k)
+	require.Equal(t, rlock.QueuePrefix+":{a}", inspect.KeysOf("a").Queue)
+}
+
+func TestReadBadInput(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		rdb := b.NewClient(t)
+		_, err := inspect.Read(ctx, rdb, "", time.Now())
+		require.ErrorIs(t, err, rlock.ErrInvalidArgument)
+		_, err = inspect.Read(ctx, nil, "x", time.Now())
+		require.ErrorIs(t, err, rlock.ErrInvalidArgument)
+
+		require.NoError(t, rdb.Set(ctx, "inspect-string", "v", 0).Err())
+		_, err = inspect.Read(ctx, rdb, "inspect-string", time.Now())
+		require.ErrorIs(t, err, inspect.ErrNotALock)
+		require.ErrorContains(t, err, "string")
+
+		require.NoError(t, rdb.HSet(ctx, "inspect-badcount", "x:1", "many").Err())
+		_, err = inspect.Read(ctx, rdb, "inspect-badcount", time.Now())
+		require.ErrorIs(t, err, rlock.ErrUnexpectedReply)
+
+		k := inspect.KeysOf("inspect-badqueue")
+		require.NoError(t, rdb.Set(ctx, k.Queue, "v", 0).Err())
+		_, err = inspect.Read(ctx, rdb, "inspect-badqueue", time.Now())
+		require.ErrorIs(t, err, inspect.ErrNotALock)
+
+		k = inspect.KeysOf("inspect-badtoken")
+		require.NoError(t, rdb.Set(ctx, k.Token, "abc", 0).Err())
+		_, err = inspect.Read(ctx, rdb, "inspect-badtoken", time.Now())
+		require.ErrorIs(t, err, rlock.ErrUnexpectedReply)
+		require.NoError(t, rdb.Del(ctx, k.Token).Err())
+		require.NoError(t, rdb.HSet(ctx, k.Token, "a", "b").Err())
+		_, err = inspect.Read(ctx, rdb, "inspect-badtoken", time.Now())
+		require.ErrorIs(t, err, inspect.ErrNotALock)
+	})
+}
+
+func TestReadUnreachable(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: time.Second})
+	defer rdb.Close()
+	_, err := inspect.Read(context.Background(), rdb, "x", time.Now())
+	require.Error(t, err)
+	require.False(t, errors.Is(err, inspect.ErrNotALock))
+}

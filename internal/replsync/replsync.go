@@ -1,0 +1,324 @@
+// Package replsync runs a lock script and then WAIT on the same connection
+// to the master that holds the script's keys, so the caller learns how
+// many replicas have the write before it reports the lock as acquired:
+// the building block of replica sync (Redisson's checkLockSyncedSlaves).
+//
+// Why one connection: WAIT blocks until the replicas have acknowledged
+// every write sent before it on the same connection. Sent on another
+// connection, or routed by a ClusterClient to another node, it would wait
+// for nothing (or for unrelated writes). So the script and WAIT go out as
+// one pipeline (not MULTI) on the master of the first key: through
+// ClusterClient.MasterForKey on a cluster, through the client's own pipeline
+// on a *redis.Client (failover clients included, they are *redis.Client).
+//
+// The rule the caller applies (Redisson's): if the master has at least one
+// connected replica and none acknowledged within the timeout, the write may
+// be lost on failover: roll it back and report an error. Partial
+// acknowledgement passes. A master without replicas is not waited on.
+package replsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlock-go/rlock"
+)
+
+// Defaults.
+const (
+	// DefaultTimeout is how long WAIT waits for the replicas (Redisson's
+	// slavesSyncTimeout).
+	DefaultTimeout = time.Second
+	// DefaultRefresh is how long a master's replica count is reused before
+	// INFO is asked again.
+	DefaultRefresh = 5 * time.Second
+)
+
+// ErrUnsupportedClient is returned by New for a client that cannot run a
+// script and WAIT on one connection to a key's master (a *redis.Ring, or a
+// wrapper that hides the client type).
+var ErrUnsupportedClient = errors.New("rlock: replica sync needs a *redis.Client or a *redis.ClusterClient")
+
+// Option configures a Syncer. A nil Option is ignored.
+type Option func(*Syncer) error
+
+// WithTimeout sets how long WAIT waits for the replicas to acknowledge
+// (default DefaultTimeout). It must be at least 1 ms, and shorter than the
+// Redis client's ReadTimeout (checked by Run), since the WAIT reply is read
+// with that timeout.
+func WithTimeout(d time.Duration) Option {
+	return func(s *Syncer) error {
+		if d < time.Millisecond {
+			return fmt.Errorf("%w: replica sync timeout %v is less than 1ms", rlock.ErrInvalidArgument, d)
+		}
+		s.timeout = d
+		return nil
+	}
+}
+
+// WithRefresh sets how long a master's replica count (INFO replication,
+// connected_slaves) is reused (default DefaultRefresh). The count is also
+// asked again at once whenever fewer replicas acknowledged than expected.
+// It must be positive.
+func WithRefresh(d time.Duration) Option {
+	return func(s *Syncer) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: replica count refresh %v is not positive", rlock.ErrInvalidArgument, d)
+		}
+		s.refresh = d
+		return nil
+	}
+}
+
+// Syncer runs scripts followed by WAIT on the master of their keys. Create
+// it with New; it is safe for concurrent use.
+type Syncer struct {
+	single  *redis.Client
+	cluster *redis.ClusterClient
+	timeout time.Duration
+	refresh time.Duration
+
+	mu     sync.Mutex
+	counts map[*redis.Client]replicaCount // by master client
+}
+
+type replicaCount struct {
+	n  int
+	at time.Time
+}
+
+// Result is what Run learned besides the script's reply.
+type Result struct {
+	// Replicas is the number of replicas connected to the master
+	// (connected_slaves); asked again when Acked fell short of it, so a
+	// zero Acked is always judged against a fresh count.
+	Replicas int
+	// Acked is WAIT's reply: how many replicas acknowledged the script's
+	// write within the timeout. It is 0 when WAIT was not sent because the
+	// master has no replicas.
+	Acked int
+	// Waited reports whether WAIT was sent.
+	Waited bool
+}
+
+// Unsynced reports the rollback case: the master has replicas and none
+// acknowledged the write within the timeout.
+func (r Result) Unsynced() bool { return r.Replicas > 0 && r.Acked == 0 }
+
+// New returns a Syncer for rdb: a *redis.Client (plain or failover) or a
+// *redis.ClusterClient. It does no I/O. It returns ErrUnsupportedClient for
+// any other client and ErrInvalidArgument for a nil one or a bad option.
+func New(rdb any, opts ...Option) (*Syncer, error) {
+	s := &Syncer{timeout: DefaultTimeout, refresh: DefaultRefresh, counts: make(map[*redis.Client]replicaCount)}
+	switch c := rdb.(type) {
+	case *redis.Client:
+		if c == nil {
+			return nil, fmt.Errorf("%w: nil Redis client", rlock.ErrInvalidArgument)
+		}
+		s.single = c
+	case *redis.ClusterClient:
+		if c == nil {
+			return nil, fmt.Errorf("%w: nil Redis client", rlock.ErrInvalidArgument)
+		}
+		s.cluster = c
+	case nil:
+		return nil, fmt.Errorf("%w: nil Redis client", rlock.ErrInvalidArgument)
+	default:
+		return nil, fmt.Errorf("%w, not %T", ErrUnsupportedClient, rdb)
+	}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Timeout returns the WAIT timeout.
+func (s *Syncer) Timeout() time.Duration { return s.timeout }
+
+// Master returns the client of the master that serves key: the client
+// itself for a *redis.Client, ClusterClient.MasterForKey on a cluster.
+func (s *Syncer) Master(ctx context.Context, key string) (*redis.Client, error) {
+	if s.single != nil {
+		return s.single, nil
+	}
+	m, err := s.cluster.MasterForKey(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("rlock: finding the master of %q: %w", key, err)
+	}
+	return m, nil
+}
+
+// Run runs script with keys and args on the master of keys[0], followed by
+// WAIT <replicas> <timeout> in the same pipeline on the same connection,
+// where replicas is the master's connected replica count (cached, see
+// WithRefresh; WAIT is left out when it is 0). It returns the script's
+// reply, which the caller reads as with Script.Run, and what WAIT
+// reported.
+//
+// The script goes out as EVALSHA; a NOSCRIPT reply (a fresh or promoted
+// master has an empty script cache, and a pipeline has no automatic
+// fallback) makes Run send the pipeline again with EVAL, which also caches
+// the script. The script then ran once: a NOSCRIPT reply means it did not
+// run at all.
+//
+// Errors: ErrInvalidArgument for no keys or a WAIT timeout not shorter than
+// the client's ReadTimeout; Redis errors as they are (the script's own
+// error in the returned Cmd, a connection error in both). When the
+// connection fails the outcome of the script is unknown, as with any
+// command: go-redis may have re-sent the pipeline (MaxRetries), so scripts
+// run through Run must tolerate being applied twice, as rlock's do. Run
+// does not end early on a cancelled ctx unless the client's
+// ContextTimeoutEnabled is set; it waits for WAIT's reply at most the
+// timeout. On a cluster, a connection error also makes the ClusterClient
+// reload its slot map (in the background), so a call after a failover
+// reaches the promoted master.
+func (s *Syncer) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) (*redis.Cmd, Result, error) {
+	if len(keys) == 0 {
+		return nil, Result{}, fmt.Errorf("%w: replica sync needs at least one key", rlock.ErrInvalidArgument)
+	}
+	m, err := s.Master(ctx, keys[0])
+	if err != nil {
+		return nil, Result{}, err
+	}
+	if rt := m.Options().ReadTimeout; rt > 0 && s.timeout >= rt {
+		return nil, Result{}, fmt.Errorf("%w: replica sync timeout %v is not shorter than the client's ReadTimeout %v", rlock.ErrInvalidArgument, s.timeout, rt)
+	}
+	n, err := s.replicas(ctx, m, false)
+	if err != nil {
+		return nil, Result{}, err
+	}
+
+	cmd, wait, err := s.pipeline(ctx, m, n, script, true, keys, args)
+	if err != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		cmd, wait, err = s.pipeline(ctx, m, n, script, false, keys, args)
+	}
+	var rerr redis.Error
+	if err != nil && s.cluster != nil && !errors.As(err, &rerr) {
+		// A connection error: the slot's master may have failed over, and
+		// go-redis would keep routing to the dead one for up to its state
+		// reload interval. Reload in the background for the next call.
+		s.cluster.ReloadState(ctx)
+	}
+	res := Result{Replicas: n, Waited: wait != nil}
+	if err != nil && cmd.Err() == nil {
+		// The script ran but WAIT failed (connection lost after the
+		// script's reply, say): report it, the write's fate is unknown.
+		return cmd, res, fmt.Errorf("rlock: waiting for replicas of %q: %w", keys[0], err)
+	}
+	if cmd.Err() != nil {
+		return cmd, res, cmd.Err()
+	}
+	if wait != nil {
+		acked, err := wait.Result()
+		if err != nil {
+			return cmd, res, fmt.Errorf("rlock: waiting for replicas of %q: %w", keys[0], err)
+		}
+		res.Acked = int(acked)
+		if res.Acked < n {
+			// Fewer than expected: the count may be stale (a replica left,
+			// or a failover gave us a master with fewer). Judge a shortfall
+			// against a fresh count.
+			fresh, err := s.replicas(ctx, m, true)
+			if err != nil {
+				return cmd, res, err
+			}
+			res.Replicas = fresh
+		}
+	}
+	return cmd, res, nil
+}
+
+// pipeline sends the script (EVALSHA, or EVAL with its source) and, when
+// n > 0, WAIT n timeout in one pipeline on m.
+func (s *Syncer) pipeline(ctx context.Context, m *redis.Client, n int, script *redis.Script, evalsha bool, keys []string, args []any) (*redis.Cmd, *redis.IntCmd, error) {
+	pipe := m.Pipeline()
+	var cmd *redis.Cmd
+	if evalsha {
+		cmd = script.EvalSha(ctx, pipe, keys, args...)
+	} else {
+		cmd = script.Eval(ctx, pipe, keys, args...)
+	}
+	var wait *redis.IntCmd
+	if n > 0 {
+		// Pipeliner has no Wait method; the command is the same.
+		wait = redis.NewIntCmd(ctx, "wait", n, s.timeout.Milliseconds())
+		_ = pipe.Process(ctx, wait)
+	}
+	_, err := pipe.Exec(ctx)
+	return cmd, wait, err
+}
+
+// Replicas returns the number of replicas connected to the master of key,
+// from the cache when fresh enough. A server that answers INFO replication
+// with an error reply (miniredis, managed services that hide it) counts as
+// having none: nothing is waited on there.
+func (s *Syncer) Replicas(ctx context.Context, key string) (int, error) {
+	m, err := s.Master(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	return s.replicas(ctx, m, false)
+}
+
+func (s *Syncer) replicas(ctx context.Context, m *redis.Client, fresh bool) (int, error) {
+	now := time.Now()
+	if !fresh {
+		s.mu.Lock()
+		c, ok := s.counts[m]
+		s.mu.Unlock()
+		if ok && now.Sub(c.at) < s.refresh {
+			return c.n, nil
+		}
+	}
+	info, err := m.Info(ctx, "replication").Result()
+	var n int
+	var rerr redis.Error
+	switch {
+	case err == nil:
+		if n, err = connectedReplicas(info); err != nil {
+			return 0, fmt.Errorf("%w: INFO replication of %s: %w", rlock.ErrUnexpectedReply, m.Options().Addr, err)
+		}
+	case errors.As(err, &rerr) && !redis.HasErrorPrefix(err, "LOADING") && !redis.HasErrorPrefix(err, "BUSY"):
+		// The server refuses the section (miniredis, some managed
+		// services): it reports no replicas, so there is nothing to wait
+		// for.
+		n = 0
+	default:
+		return 0, fmt.Errorf("rlock: asking %s for its replicas: %w", m.Options().Addr, err)
+	}
+	s.mu.Lock()
+	s.counts[m] = replicaCount{n: n, at: now}
+	s.mu.Unlock()
+	return n, nil
+}
+
+// connectedReplicas reads connected_slaves from INFO replication. A server
+// that is itself a replica (a failover in progress) reports an error: a
+// write there fails anyway.
+func connectedReplicas(info string) (int, error) {
+	var n = -1
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_slaves:"); ok {
+			var err error
+			if n, err = strconv.Atoi(v); err != nil || n < 0 {
+				return 0, fmt.Errorf("connected_slaves %q", v)
+			}
+		}
+	}
+	if n < 0 {
+		return 0, errors.New("no connected_slaves field")
+	}
+	return n, nil
+}

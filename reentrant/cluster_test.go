@@ -1,0 +1,250 @@
+package reentrant_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/redistest"
+	"github.com/rlock-go/rlock/reentrant"
+	"github.com/rlock-go/rlock/watchdog"
+)
+
+// clusterNames returns lock names whose slots fall at the start, middle
+// and end of every slot range of every master, each also wrapped in a user
+// hash tag ("{name}:lock", the form MultiLock members that must share a
+// slot use). It reports the master of each name.
+func clusterNames(t *testing.T, c *redistest.Cluster) map[string]*redistest.Server {
+	t.Helper()
+	names := make(map[string]*redistest.Server)
+	base := redistest.Name(t)
+	for _, m := range c.Masters(t) {
+		for _, r := range c.SlotRanges(t, m) {
+			for _, slot := range []int{r[0], (r[0] + r[1]) / 2, r[1]} {
+				n := redistest.KeyInSlot(base, slot)
+				require.Equal(t, slot, rlock.Slot(n))
+				names[n] = m
+				names["{"+n+"}:lock"] = m
+			}
+		}
+	}
+	return names
+}
+
+func TestClusterLockUnlockReentry(t *testing.T) {
+	c := redistest.SharedCluster(t)
+	ctx := context.Background()
+	a := clientOn(t, c.NewClient(t))
+	b := clientOn(t, c.NewClient(t))
+	for name := range clusterNames(t, c) {
+		la, lb := newLock(t, a, name), newLock(t, b, name)
+		require.NoError(t, la.TryLock(ctx), name)
+		require.ErrorIs(t, lb.TryLock(ctx), rlock.ErrNotObtained, name)
+		require.NoError(t, la.Lock(ctx), name)
+		n, err := la.HoldCount(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 2, n)
+		ttl, err := la.TTL(ctx)
+		require.NoError(t, err)
+		require.Positive(t, ttl)
+		require.NoError(t, la.Unlock(ctx))
+		require.NoError(t, la.Unlock(ctx))
+		locked, err := la.IsLocked(ctx)
+		require.NoError(t, err)
+		require.False(t, locked, name)
+
+		require.NoError(t, lb.TryLock(ctx), name)
+		ok, err := la.ForceUnlock(ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.ErrorIs(t, lb.Unlock(ctx), rlock.ErrNotHeld)
+		require.ErrorIs(t, lb.Err(), rlock.ErrLockLost)
+	}
+}
+
+// A waiter blocked on a lock with a long lease is woken by the release on
+// whatever master holds the lock: one pub/sub connection (to one node)
+// hears unlocks published on every master.
+func TestClusterWaiterWokenAcrossNodes(t *testing.T) {
+	c := redistest.SharedCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	holder := clientOn(t, c.NewClient(t))
+	waiter := clientOn(t, c.NewClient(t))
+	for name := range clusterNames(t, c) {
+		// The lease bounds the waiter's fallback poll: far beyond ctx.
+		h := newLock(t, holder, name, reentrant.WithLease(time.Hour))
+		w := newLock(t, waiter, name)
+		require.NoError(t, h.Lock(ctx))
+		got := make(chan error, 1)
+		go func() { got <- w.Lock(ctx) }()
+		require.Eventually(t, func() bool { return waiter.Waiters().Waiters == 1 }, 10*time.Second, time.Millisecond)
+		require.NoError(t, h.Unlock(ctx))
+		require.NoError(t, <-got, "%s: woken by the unlock message", name)
+		require.NoError(t, w.Unlock(ctx))
+	}
+	require.Equal(t, 1, waiter.Waiters().Connections)
+}
+
+func TestClusterWatchdogRenews(t *testing.T) {
+	c := redistest.SharedCluster(t)
+	ctx := context.Background()
+	// Renewed often, with a lease long enough for a loaded machine.
+	const lease = 3 * time.Second
+	cl := clientOn(t, c.NewClient(t), reentrant.WithWatchdog(watchdog.WithLease(lease), watchdog.WithInterval(100*time.Millisecond)))
+	var locks []*reentrant.Lock
+	for name := range clusterNames(t, c) {
+		l := newLock(t, cl, name)
+		require.NoError(t, l.Lock(ctx))
+		locks = append(locks, l)
+	}
+	// Every lock, on every master, is renewed; none is lost.
+	from := cl.Watchdog().Stats()
+	require.Eventually(t, func() bool { return cl.Watchdog().Stats().Rounds >= from.Rounds+3 }, 30*time.Second, time.Millisecond)
+	st := cl.Watchdog().Stats()
+	require.Zero(t, st.Lost)
+	require.Zero(t, st.Errors)
+	require.GreaterOrEqual(t, st.Renewed-from.Renewed, uint64(2*len(locks)))
+	for _, l := range locks {
+		require.NoError(t, l.Err(), l.Name())
+		ttl, err := l.TTL(ctx)
+		require.NoError(t, err)
+		require.Greater(t, ttl, lease-time.Second, "%s renewed", l.Name())
+		require.NoError(t, l.Unlock(ctx))
+	}
+}
+
+// MultiLock members may live in different slots (on different masters):
+// each is a separate lock, held and released on its own.
+func TestClusterLocksInDifferentSlotsAreSeparate(t *testing.T) {
+	c := redistest.SharedCluster(t)
+	ctx := context.Background()
+	ms := c.Masters(t)
+	base := redistest.Name(t)
+	x := redistest.KeyInSlot(base, c.SlotRanges(t, ms[0])[0][0])
+	y := redistest.KeyInSlot(base, c.SlotRanges(t, ms[1])[0][0])
+	a := clientOn(t, c.NewClient(t))
+	b := clientOn(t, c.NewClient(t))
+	ax, ay, by := newLock(t, a, x), newLock(t, a, y), newLock(t, b, y)
+
+	require.NoError(t, ax.TryLock(ctx))
+	require.NoError(t, by.TryLock(ctx), "another slot, another lock")
+	require.ErrorIs(t, ay.TryLock(ctx), rlock.ErrNotObtained)
+	require.NoError(t, by.Unlock(ctx))
+	require.NoError(t, ay.TryLock(ctx), "one owner holds members on two masters")
+	require.NoError(t, ax.Unlock(ctx))
+	require.NoError(t, ay.Unlock(ctx))
+}
+
+// Every operation works after the server forgot its scripts (SCRIPT FLUSH,
+// as on a restarted or promoted server): Script.Run falls back to EVAL.
+func TestScriptFlush(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		rdb := b.NewClient(t)
+		// Renewed often, with a lease long enough for a loaded machine.
+		c := clientOn(t, rdb, reentrant.WithWatchdog(watchdog.WithLease(3*time.Second), watchdog.WithInterval(100*time.Millisecond)))
+		flush := func() { require.NoError(t, rdb.ScriptFlush(ctx).Err()) }
+		name := redistest.Name(t)
+		l, other := newLock(t, c, name), newLock(t, c, name)
+
+		flush()
+		require.NoError(t, l.Lock(ctx))
+		flush()
+		require.NoError(t, l.TryLock(ctx))
+		flush()
+		require.NoError(t, l.Unlock(ctx))
+		// Renewal through a flushed cache, several times over.
+		from := c.Watchdog().Stats()
+		for range 3 {
+			flush()
+			r := c.Watchdog().Stats().Renewed
+			require.Eventually(t, func() bool { return c.Watchdog().Stats().Renewed > r }, 10*time.Second, time.Millisecond, "%+v", c.Watchdog().Stats())
+		}
+		require.Zero(t, c.Watchdog().Stats().Errors-from.Errors)
+		require.NoError(t, l.Err())
+		flush()
+		require.NoError(t, l.Unlock(ctx))
+		require.NoError(t, other.TryLock(ctx))
+		flush()
+		ok, err := l.ForceUnlock(ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+		flush()
+		require.ErrorIs(t, other.Unlock(ctx), rlock.ErrNotHeld)
+	})
+}
+
+// A lock held in watchdog mode survives its master's death once the write
+// has reached the replica: after the promotion the same owner holds it,
+// re-enters through the promoted master's empty script cache and releases
+// it; the holding period never reports loss.
+func TestClusterLockSurvivesFailover(t *testing.T) {
+	c := redistest.StartCluster(t)
+	ctx := context.Background()
+	cc := c.NewClient(t)
+	// The lease outlasts the failover (~5 s) on a loaded machine.
+	cl := clientOn(t, cc, shortWatchdog(20*time.Second))
+	name := redistest.Name(t)
+	slot := rlock.Slot(name)
+	victim := c.MasterFor(t, slot)
+	l := newLock(t, cl, name)
+	waiter := newLock(t, clientOn(t, c.NewClient(t)), name)
+	require.NoError(t, l.Lock(ctx))
+	victim.WaitReplicasCaughtUp(t)
+
+	victim.Kill()
+	c.WaitFailover(t, victim, slot)
+	// The watchdog makes cc reload its slot map on its first failed
+	// renewal; the test does not wait for that.
+	c.Reroute(t, cc)
+
+	n, err := l.HoldCount(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "same owner after the failover")
+	require.ErrorIs(t, waiter.TryLock(ctx), rlock.ErrNotObtained)
+	require.NoError(t, l.Lock(ctx), "re-entry on the promoted master")
+	require.NoError(t, l.Unlock(ctx))
+	require.NoError(t, l.Unlock(ctx))
+	require.NoError(t, l.Err(), "released, never lost")
+	require.NoError(t, waiter.TryLock(ctx))
+	require.NoError(t, waiter.Unlock(ctx))
+}
+
+// Known issue (for the lead): after a failover, operations other than
+// renewal keep failing until go-redis reloads its slot map on its own
+// (ClusterStateReloadInterval, 60 s by default), because the dead master's
+// address refuses connections and that never triggers a reload. A holder
+// with an explicit lease (no watchdog to trigger the reload) cannot
+// release its lock. Run with RLOCK_KNOWN_ISSUES=1.
+func TestClusterUnlockAfterFailoverWithoutReroute(t *testing.T) {
+	if os.Getenv("RLOCK_KNOWN_ISSUES") == "" {
+		t.Skip("known issue: reentrant does not make a ClusterClient reload its slot map after a connection error; set RLOCK_KNOWN_ISSUES=1 to run")
+	}
+	c := redistest.StartCluster(t)
+	ctx := context.Background()
+	cc := c.NewClient(t)
+	cl := clientOn(t, cc)
+	name := redistest.Name(t)
+	slot := rlock.Slot(name)
+	victim := c.MasterFor(t, slot)
+	l := newLock(t, cl, name, reentrant.WithLease(time.Minute))
+	require.NoError(t, l.Lock(ctx))
+	victim.WaitReplicasCaughtUp(t)
+	victim.Kill()
+	c.WaitFailover(t, victim, slot)
+
+	// A user retries the release for 15 s (each failed try takes ~1-2 s of
+	// go-redis dial retries).
+	deadline := time.Now().Add(15 * time.Second)
+	err := l.Unlock(ctx)
+	for tries := 1; err != nil && time.Now().Before(deadline); tries++ {
+		t.Logf("try %d: %v", tries, err)
+		err = l.Unlock(ctx)
+	}
+	require.NoError(t, err, "unlock within 15 s of the failover")
+}

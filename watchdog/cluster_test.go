@@ -1,0 +1,131 @@
+package watchdog_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/redistest"
+	"github.com/rlock-go/rlock/watchdog"
+)
+
+// holdOn writes a lock hash through any client (a ClusterClient routes it).
+func holdOn(t *testing.T, rdb redis.Cmdable, key, field string, lease time.Duration) {
+	t.Helper()
+	require.NoError(t, rdb.HSet(context.Background(), key, field, 1).Err())
+	require.NoError(t, rdb.PExpire(context.Background(), key, lease).Err())
+}
+
+// On a cluster, batches are per slot: locks that share a hash tag go in
+// one round trip, locks in different slots in one each; every master's
+// slots are renewed.
+func TestClusterBatchesPerSlot(t *testing.T) {
+	c := redistest.SharedCluster(t)
+	cc := c.NewClient(t)
+	const lease = 5 * time.Second
+	s := newScheduler(t, cc, watchdog.WithLease(lease), watchdog.WithInterval(100*time.Millisecond))
+	base := redistest.Name(t)
+	lost := make(lossLog, 100)
+	var keys []string
+	// Three slots, one on each master...
+	for _, m := range c.Masters(t) {
+		keys = append(keys, redistest.KeyInSlot(base, c.SlotRanges(t, m)[0][0]))
+	}
+	// ...and 20 locks sharing a fourth slot through a hash tag.
+	for i := range 20 {
+		keys = append(keys, fmt.Sprintf("{%s}:%d", base, i))
+	}
+	for _, k := range keys {
+		holdOn(t, cc, k, "c:1", lease)
+		s.Add(k, "c:1", time.Now(), lost.report)
+	}
+	from := s.Stats()
+	require.Eventually(t, func() bool { return s.Stats().Rounds >= from.Rounds+3 }, 10*time.Second, time.Millisecond)
+	st := s.Stats()
+	require.Zero(t, st.Errors)
+	require.Zero(t, st.Lost)
+	// Four slots: four round trips per round (a round may be in flight at
+	// either snapshot).
+	require.InDelta(t, 4*(st.Rounds-from.Rounds), st.RoundTrips-from.RoundTrips, 4)
+	for _, k := range keys {
+		ttl, err := cc.PTTL(context.Background(), k).Result()
+		require.NoError(t, err)
+		require.Greater(t, ttl, lease-time.Second, "%s renewed", k)
+	}
+	require.Len(t, lost, 0)
+}
+
+// A master is killed and its replica promoted while the watchdog renews
+// locks on every master. Renewal follows the failover on its own (no help
+// from the test to reroute the client) through the promoted replica's
+// empty script cache (NOSCRIPT, then EVAL), well before the leases run
+// out; a lock whose write did not survive the failover (deleted on the
+// promoted master here, as if never replicated) is reported lost.
+func TestClusterRenewalSurvivesFailover(t *testing.T) {
+	c := redistest.StartCluster(t)
+	cc := c.NewClient(t)
+	ctx := context.Background()
+	// The lease outlasts the failover (~5 s) with room to spare on a
+	// loaded machine; renewal is tried every 300 ms.
+	const lease = 20 * time.Second
+	s := newScheduler(t, cc, watchdog.WithLease(lease), watchdog.WithInterval(300*time.Millisecond))
+
+	base := redistest.Name(t)
+	masters := c.Masters(t)
+	victim := masters[0]
+	slot := c.SlotRanges(t, victim)[0][0]
+	kept := redistest.KeyInSlot(base+"-kept", slot)
+	gone := redistest.KeyInSlot(base+"-gone", slot)
+	others := []string{
+		redistest.KeyInSlot(base, c.SlotRanges(t, masters[1])[0][0]),
+		redistest.KeyInSlot(base, c.SlotRanges(t, masters[2])[0][0]),
+	}
+	lost := make(chan string, 10)
+	for _, k := range append([]string{kept, gone}, others...) {
+		holdOn(t, cc, k, "c:1", lease)
+		s.Add(k, "c:1", time.Now(), func(err error) {
+			if errors.Is(err, rlock.ErrLockLost) {
+				lost <- k
+			} else {
+				lost <- k + ": " + err.Error()
+			}
+		})
+	}
+	victim.WaitReplicasCaughtUp(t)
+
+	killed := time.Now()
+	victim.Kill()
+	promoted := c.WaitFailover(t, victim, slot)
+	pc := promoted.NewClient(t)
+	require.NoError(t, pc.Del(ctx, gone).Err())
+
+	select {
+	case k := <-lost:
+		require.Equal(t, gone, k, "the lock whose write was lost is reported, and only it")
+	case <-time.After(lease):
+		t.Fatal("the lock whose write was lost was not reported")
+	}
+	// The survivor's lease is renewed on the promoted master: its TTL
+	// goes back up to nearly a full lease.
+	require.Eventually(t, func() bool {
+		ttl, err := pc.PTTL(ctx, kept).Result()
+		return err == nil && ttl > lease-time.Since(killed)+time.Second
+	}, lease/2, 10*time.Millisecond, "renewed after the failover")
+	stats := redistest.CommandStats(t, pc)
+	// A replica applies a script's effects, not the script: an EVAL in
+	// the promoted node's stats is the NOSCRIPT fallback of a renewal.
+	require.Positive(t, stats["eval"], "the empty script cache was refilled by EVAL: %v", stats)
+	for _, k := range others {
+		ttl, err := cc.PTTL(ctx, k).Result()
+		require.NoError(t, err)
+		require.Greater(t, ttl, lease-2*time.Second, "%s renewed throughout", k)
+	}
+	require.Len(t, lost, 0, "nothing else was reported lost")
+	require.Equal(t, 3, s.Stats().Registered)
+}
