@@ -1,0 +1,429 @@
+package multilock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rlock-go/rlock"
+)
+
+// MultiLock holds several locks as one: it is held when every member is
+// held by the caller's owner, and it satisfies rlock.LeaseLocker, so it can
+// itself be a member of another MultiLock. Create it with New; it is safe
+// for concurrent use and does no I/O until a method is called.
+type MultiLock struct {
+	members  []rlock.Locker
+	lease    time.Duration
+	stepMin  time.Duration
+	stepMax  time.Duration
+	mu       sync.Mutex
+	last     *period // the holding period of the last acquisition
+	lastDone []<-chan struct{}
+}
+
+var (
+	_ rlock.Locker      = (*MultiLock)(nil)
+	_ rlock.LeaseLocker = (*MultiLock)(nil)
+)
+
+// Option configures a MultiLock. A nil Option is ignored.
+type Option func(*MultiLock) error
+
+// WithLease sets the lease that Lock and TryLock give every member that
+// implements rlock.LeaseLocker once all members are held: each then expires
+// d after the acquisition and nothing renews it. d must be at least 1 ms.
+// Default: rlock.WatchdogMode, every such member is renewed by its client's
+// watchdog for as long as it is held. Members that only implement
+// rlock.Locker keep the lease setting of their own handle.
+func WithLease(d time.Duration) Option {
+	return func(m *MultiLock) error {
+		if d < time.Millisecond {
+			return fmt.Errorf("%w: lease %v is less than 1ms", rlock.ErrInvalidArgument, d)
+		}
+		m.lease = d
+		return nil
+	}
+}
+
+// WithMemberWait bounds how long Lock waits for a member while it holds
+// the members before it. The first wait of each acquisition lasts a random
+// time between lo/2 and lo; every failed round doubles it, up to hi. When
+// the wait runs out, Lock releases what it holds and starts over from the
+// first member. Default: 50 ms up to 1 s. Both must be positive and lo <= hi.
+func WithMemberWait(lo, hi time.Duration) Option {
+	return func(m *MultiLock) error {
+		if lo <= 0 || hi < lo {
+			return fmt.Errorf("%w: member wait %v..%v (want 0 < lo <= hi)", rlock.ErrInvalidArgument, lo, hi)
+		}
+		m.stepMin, m.stepMax = lo, hi
+		return nil
+	}
+}
+
+// New returns a MultiLock over locks, acquired in the given order. The
+// locks may be of any kind and on any clients and servers. It does no I/O.
+// It reports ErrInvalidArgument for an empty list, a nil member or a bad
+// option. The slice is copied.
+func New(locks []rlock.Locker, opts ...Option) (*MultiLock, error) {
+	if len(locks) == 0 {
+		return nil, fmt.Errorf("%w: a MultiLock needs at least one lock", rlock.ErrInvalidArgument)
+	}
+	for i, l := range locks {
+		if isNil(l) {
+			return nil, fmt.Errorf("%w: lock %d is nil", rlock.ErrInvalidArgument, i)
+		}
+	}
+	m := &MultiLock{
+		members: append([]rlock.Locker(nil), locks...),
+		lease:   rlock.WatchdogMode,
+		stepMin: 50 * time.Millisecond,
+		stepMax: time.Second,
+	}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(m); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// Name returns the members' names joined by ",".
+func (m *MultiLock) Name() string {
+	names := make([]string, len(m.members))
+	for i, l := range m.members {
+		names[i] = l.Name()
+	}
+	return strings.Join(names, ",")
+}
+
+// Members returns the members, in acquisition order.
+func (m *MultiLock) Members() []rlock.Locker {
+	return append([]rlock.Locker(nil), m.members...)
+}
+
+// Lock blocks until the caller's owner holds every member, or ctx ends.
+// It takes the members in order. It waits for the first one for as long as
+// ctx allows; for each later one, while holding the earlier ones, it waits
+// at most the member wait (see WithMemberWait), so two MultiLocks that take
+// shared locks in different orders cannot deadlock: when the wait runs out,
+// Lock releases every member it took, waits until the busy member can be
+// taken (holding nothing), lets it go, and starts over with a longer wait.
+//
+// Members that implement rlock.LeaseLocker are taken in watchdog mode
+// while the others are acquired (so none expires however long that takes)
+// and then given the lease (see WithLease). Re-locking a MultiLock the
+// owner holds re-enters every member; each Lock needs one Unlock.
+//
+// When ctx ends, Lock returns an error wrapping ctx's error and holds no
+// more than before. When a member fails otherwise (a Redis error, a closed
+// client), Lock releases the members it took and returns an error naming
+// the member. Errors from that release are joined to it.
+func (m *MultiLock) Lock(ctx context.Context) error { return m.acquire(ctx, m.lease, true) }
+
+// TryLock makes one attempt on each member in order. When a member is held
+// by another owner it releases the members it took and returns an error
+// wrapping rlock.ErrNotObtained that names the member. Otherwise it behaves
+// as Lock.
+func (m *MultiLock) TryLock(ctx context.Context) error { return m.acquire(ctx, m.lease, false) }
+
+// LockLease is Lock with lease instead of the WithLease setting:
+// rlock.WatchdogMode or a positive duration.
+func (m *MultiLock) LockLease(ctx context.Context, lease time.Duration) error {
+	return m.acquire(ctx, lease, true)
+}
+
+// TryLockLease is TryLock with lease instead of the WithLease setting.
+func (m *MultiLock) TryLockLease(ctx context.Context, lease time.Duration) error {
+	return m.acquire(ctx, lease, false)
+}
+
+// SetLease changes the lease of the caller's owner's holding on every
+// member that implements rlock.LeaseLocker (see rlock.LeaseLocker.SetLease),
+// in parallel. It returns every member's failure, joined.
+func (m *MultiLock) SetLease(ctx context.Context, lease time.Duration) error {
+	if err := checkLease(lease); err != nil {
+		return err
+	}
+	return m.setLease(ctx, lease, len(m.members))
+}
+
+func checkLease(lease time.Duration) error {
+	if lease < 0 {
+		return fmt.Errorf("%w: lease %v is negative", rlock.ErrInvalidArgument, lease)
+	}
+	return nil
+}
+
+// setLease sets lease on the first n members that take one.
+func (m *MultiLock) setLease(ctx context.Context, lease time.Duration, n int) error {
+	return m.each(n, func(i int, l rlock.Locker) error {
+		if ll, ok := l.(rlock.LeaseLocker); ok {
+			return ll.SetLease(ctx, lease)
+		}
+		return nil
+	})
+}
+
+// Unlock releases one hold on every member, in parallel, and waits for all
+// of them. It returns every member's failure joined (errors.Join), each
+// naming its member; when no member was held by the owner, every one of
+// them wraps rlock.ErrNotHeld. Like the members' Unlock, it runs to
+// completion even when ctx is cancelled.
+func (m *MultiLock) Unlock(ctx context.Context) error {
+	return m.each(len(m.members), func(_ int, l rlock.Locker) error { return l.Unlock(ctx) })
+}
+
+// each runs fn on the first n members in parallel and joins their errors,
+// each wrapped with the member's index and name.
+func (m *MultiLock) each(n int, fn func(int, rlock.Locker) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		l := m.members[i]
+		if i == n-1 {
+			errs[i] = fn(i, l)
+			break
+		}
+		wg.Go(func() { errs[i] = fn(i, l) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			errs[i] = m.memberErr(i, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (m *MultiLock) memberErr(i int, err error) error {
+	return fmt.Errorf("multilock: member %d (%q): %w", i, m.members[i].Name(), err)
+}
+
+// errStep marks a member wait that ran out while ctx is still alive.
+var errStep = errors.New("member wait ran out")
+
+func (m *MultiLock) acquire(ctx context.Context, lease time.Duration, wait bool) error {
+	if err := checkLease(lease); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("multilock: %w", err)
+	}
+	step := m.stepMin
+	for {
+		failed, err := m.round(ctx, wait, step)
+		if err == nil {
+			break
+		}
+		if errors.Is(err, errStep) && ctx.Err() == nil {
+			// Holding nothing now, wait for the member that was busy,
+			// through its own Lock, as long as ctx allows; then let it go
+			// and start over.
+			err = m.await(ctx, failed)
+		}
+		if err != nil {
+			if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+				return fmt.Errorf("multilock: %w (last attempt: %v)", ctx.Err(), err)
+			}
+			return err
+		}
+		step = min(2*step, m.stepMax)
+	}
+	if lease != rlock.WatchdogMode {
+		if err := m.setLease(ctx, lease, len(m.members)); err != nil {
+			return errors.Join(err, m.release(ctx, len(m.members)))
+		}
+	}
+	m.watch()
+	return nil
+}
+
+// await waits until member i is free by taking and releasing it.
+func (m *MultiLock) await(ctx context.Context, i int) error {
+	l := m.members[i]
+	if err := take(ctx, l, true); err != nil {
+		return m.memberErr(i, err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		return m.memberErr(i, err)
+	}
+	return nil
+}
+
+// round makes one pass over the members; on failure it has released the
+// members it took and returns the index of the member that failed.
+func (m *MultiLock) round(ctx context.Context, wait bool, step time.Duration) (int, error) {
+	for i, l := range m.members {
+		var err error
+		switch {
+		case !wait:
+			err = take(ctx, l, false)
+		case i == 0: // holding nothing: wait as long as ctx allows
+			err = take(ctx, l, true)
+		default:
+			d := step/2 + rand.N(step/2+1)
+			sctx, cancel := context.WithTimeout(ctx, d)
+			err = take(sctx, l, true)
+			cancel()
+			if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+				err = fmt.Errorf("%w after %v: %w", errStep, d, err)
+			}
+		}
+		if err != nil {
+			err = m.memberErr(i, err)
+			if rerr := m.release(ctx, i); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("multilock: releasing the members taken: %w", rerr))
+			}
+			return i, err
+		}
+	}
+	return 0, nil
+}
+
+// take acquires l, in watchdog mode if it takes a lease.
+func take(ctx context.Context, l rlock.Locker, wait bool) error {
+	if ll, ok := l.(rlock.LeaseLocker); ok {
+		if wait {
+			return ll.LockLease(ctx, rlock.WatchdogMode)
+		}
+		return ll.TryLockLease(ctx, rlock.WatchdogMode)
+	}
+	if wait {
+		return l.Lock(ctx)
+	}
+	return l.TryLock(ctx)
+}
+
+// release releases one hold on each of the first n members.
+func (m *MultiLock) release(ctx context.Context, n int) error {
+	if n == 0 {
+		return nil
+	}
+	return m.each(n, func(_ int, l rlock.Locker) error { return l.Unlock(ctx) })
+}
+
+// loser is what a member implements to report the loss of its lock, as
+// the reentrant and fair locks do.
+type loser interface {
+	Done() <-chan struct{}
+	Err() error
+}
+
+// period is one holding period of the MultiLock: it ends when the first
+// member that reports loss ends its own (by the last Unlock or by loss).
+type period struct {
+	done chan struct{}
+	err  error // written before done is closed
+}
+
+// watch starts watching the members' holding periods, unless the current
+// watch already covers them (a re-entry).
+func (m *MultiLock) watch() {
+	var dones []<-chan struct{}
+	var idx []int
+	for i, l := range m.members {
+		if lo, ok := l.(loser); ok {
+			dones = append(dones, lo.Done())
+			idx = append(idx, i)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.last != nil && !closed(m.last.done) && equalChans(m.lastDone, dones) {
+		return
+	}
+	p := &period{done: make(chan struct{})}
+	m.last, m.lastDone = p, dones
+	if len(dones) == 0 {
+		return // nothing reports loss: Done never closes
+	}
+	cases := make([]reflect.SelectCase, len(dones))
+	for i, d := range dones {
+		cases[i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(d)}
+	}
+	go func() {
+		chosen, _, _ := reflect.Select(cases)
+		i := idx[chosen]
+		if err := m.members[i].(loser).Err(); err != nil {
+			p.err = fmt.Errorf("%w: member %d (%q): %w", rlock.ErrLockLost, i, m.members[i].Name(), err)
+		}
+		close(p.done)
+	}()
+}
+
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+func equalChans(a, b []<-chan struct{}) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Done returns a channel that is closed when the holding period of the last
+// successful acquisition ends: when the first member that reports loss (a
+// member with Done and Err methods, as the reentrant lock has) ends its
+// own, by the last Unlock or by loss (see Err). Before the first
+// acquisition it returns a closed channel. When no member reports loss,
+// the channel never closes: such members cannot tell.
+func (m *MultiLock) Done() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.last == nil {
+		return closedChan
+	}
+	return m.last.done
+}
+
+// Err returns nil while the holding period of the last acquisition goes on
+// or when it ended by Unlock; after the loss of any member it returns an
+// error wrapping rlock.ErrLockLost that names the member and wraps its
+// error.
+func (m *MultiLock) Err() error {
+	m.mu.Lock()
+	p := m.last
+	m.mu.Unlock()
+	if p == nil || !closed(p.done) {
+		return nil
+	}
+	return p.err
+}
+
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
