@@ -23,10 +23,10 @@ func soak() bool { return os.Getenv("RLOCK_SOAK") == "1" }
 
 // row is one fault run's figures for the summary table.
 type row struct {
-	fault, backend                  string
-	clients, acquisitions, unknown  int
-	lost, linViolations, overlaps   int
-	linChecked, exclusiveChecked    bool
+	fault, backend                 string
+	clients, acquisitions, unknown int
+	lost, linViolations, overlaps  int
+	linChecked, exclusiveChecked   bool
 }
 
 var summary struct {

@@ -35,8 +35,8 @@ type config struct {
 	linearizable, exclusive bool
 	// grace is how long after its return a call with an unknown outcome may
 	// still take effect (negative: any time); see history.CheckLinearizable.
-	grace time.Duration
-	timeout                 time.Duration // the whole run
+	grace   time.Duration
+	timeout time.Duration // the whole run
 }
 
 // rig is one fault run in progress: a lock name, a recorder, the workers
