@@ -11,6 +11,13 @@
 // harness's TCP proxy, latency, a black hole, connection resets and replies
 // lost after their command ran.
 //
+// Each worker acts as a careful user: it repeats a call whose outcome was
+// unknown (a timeout, a reset, a lost reply) until it gets an answer, and
+// the library promises that the repeat and the attempts before it take
+// effect once, so they are recorded as one call; this is what checks that
+// hold counts stay exact. It keeps the Done channel of each holding period
+// and stops working as soon as it closes.
+//
 // Every run is short enough for CI. Set RLOCK_SOAK=1 for longer runs (more
 // rounds per client); each test logs the number of acquisitions checked
 // and violations found, and TestMain prints the table that the README's

@@ -63,7 +63,7 @@ type worker struct {
 	c        *reentrant.Client
 	l        *reentrant.Lock
 	rng      *rand.Rand
-	unknown  int // calls whose outcome was unknown (then retried)
+	unknown  int // attempts whose outcome was unknown (then repeated)
 	lost     int // holding periods that ended in a loss the worker was told of
 	acquired int // holding periods
 }
@@ -188,7 +188,7 @@ func (r *rig) check() {
 		}
 	}
 	report(res)
-	t.Logf("%s/%s: %d clients, %d holding periods, %d acquisitions checked (re-entries included), %d unknown outcomes retried, %d losses told, %d linearizability and %d exclusion violations",
+	t.Logf("%s/%s: %d clients, %d holding periods, %d acquisitions checked (re-entries included), %d attempts with an unknown outcome repeated, %d losses told, %d linearizability and %d exclusion violations",
 		r.cfg.fault, r.b.Name, res.clients, periods, res.acquisitions, res.unknown, res.lost, res.linViolations, res.overlaps)
 }
 
@@ -215,30 +215,34 @@ func (w *worker) run(rounds int) error {
 	return nil
 }
 
-// do makes one call, recorded, and retries it while its outcome is unknown,
-// as a careful caller does: the library makes a re-sent call take effect
-// once. retried reports whether an earlier try had an unknown outcome.
+// do makes one logical call and records it: it repeats the call while its
+// outcome is unknown, as a careful caller does, and the library promises
+// that such a repeat takes effect once, together with the attempts before
+// it (each owner's calls are serialised and carry its hold count). So the
+// attempts are recorded as one call, from the first attempt's call to the
+// last one's return, with the last one's outcome; except that ErrNotHeld
+// after an unknown attempt is recorded as Unknown, since the attempt before
+// may have released the last hold (the latch that answers re-sends of a
+// release belongs to one Unlock call). retried reports whether an attempt
+// had an unknown outcome.
 func (w *worker) do(k history.Kind) (out history.Outcome, retried bool, err error) {
 	ctx := w.r.ctx
+	call := w.r.rec.Now()
 	for {
-		out, err := w.r.rec.Do(w.id, k, func() error {
-			switch k {
-			case history.Lock:
-				return w.l.Lock(ctx)
-			case history.TryLock:
-				return w.l.TryLock(ctx)
-			default:
-				return w.l.Unlock(ctx)
-			}
-		})
-		if out != history.Unknown {
-			return out, retried, nil
+		switch k {
+		case history.Lock:
+			err = w.l.Lock(ctx)
+		case history.TryLock:
+			err = w.l.TryLock(ctx)
+		default:
+			err = w.l.Unlock(ctx)
+		}
+		out = history.Classify(k, err)
+		if out != history.Unknown || ctx.Err() != nil {
+			break
 		}
 		w.unknown++
 		retried = true
-		if ctx.Err() != nil {
-			return out, retried, fmt.Errorf("%v still failing at the end of the run: %w", k, err)
-		}
 		timer := time.NewTimer(5 * time.Millisecond) // retry backoff
 		select {
 		case <-timer.C:
@@ -246,6 +250,15 @@ func (w *worker) do(k history.Kind) (out history.Outcome, retried bool, err erro
 			timer.Stop()
 		}
 	}
+	rec := out
+	if retried && k == history.Unlock && out == history.NotHeld {
+		rec = history.Unknown
+	}
+	w.r.rec.Add(history.Op{Owner: w.id, Kind: k, Outcome: rec, Call: call, Return: w.r.rec.Now(), Err: err})
+	if out == history.Unknown {
+		return out, retried, fmt.Errorf("%v still failing at the end of the run: %w", k, err)
+	}
+	return out, retried, nil
 }
 
 // closeWatch records when a holding period's Done channel closes.
