@@ -82,14 +82,6 @@ func FuzzLockOptions(f *testing.F) {
 	})
 }
 
-// modelOwner is one owner of the model-based fuzz test: a handle and the
-// context that carries its owner.
-type modelOwner struct {
-	name string
-	ctx  context.Context
-	l    func(lockName string) (*reentrant.Lock, error)
-}
-
 // FuzzModel drives random sequences of lock operations by several owners
 // (two explicit owners and the handle's own on one client, an owner with the
 // same explicit ID on a second client) against miniredis, and compares
