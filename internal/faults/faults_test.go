@@ -46,6 +46,15 @@ func (r *rig) waitInside(stop <-chan struct{}) bool {
 	}
 }
 
+// strikes is how many times the restart and freeze tests strike: twice, or
+// ten times in a soak run.
+func strikes() int {
+	if soak() {
+		return 10
+	}
+	return 2
+}
+
 // base is the configuration every run starts from: 8 clients with a
 // watchdog lease long enough that no hold expires unless the fault makes
 // it. A call with an unknown outcome may take effect until 100 ms after it
@@ -203,9 +212,9 @@ func TestFaultRestart(t *testing.T) {
 		cfg.lease = time.Second
 		cfg.section = 50 * time.Millisecond
 		cfg.exclusive = false
-		restarts := 0
+		restarts, want := 0, strikes()
 		cfg.inject = func(r *rig, stop <-chan struct{}) {
-			for restarts < 2 && r.waitInside(stop) {
+			for restarts < want && r.waitInside(stop) {
 				from := r.rec.Now()
 				b.Restart(t)
 				r.rec.Wipe(from, r.rec.Now())
@@ -217,7 +226,7 @@ func TestFaultRestart(t *testing.T) {
 		}
 		r := newRig(t, b, cfg)
 		r.run(nil)
-		require.Equal(t, 2, restarts)
+		require.Equal(t, want, restarts)
 		lost := 0
 		for _, w := range r.workers {
 			lost += w.lost
@@ -237,9 +246,9 @@ func TestFaultFreeze(t *testing.T) {
 	cfg := base("server frozen past the lease (SIGSTOP)")
 	cfg.lease = 500 * time.Millisecond
 	cfg.section = 50 * time.Millisecond
-	freezes := 0
+	freezes, want := 0, strikes()
 	cfg.inject = func(r *rig, stop <-chan struct{}) {
-		for freezes < 2 && r.waitInside(stop) {
+		for freezes < want && r.waitInside(stop) {
 			from := r.rec.Now()
 			b.Real.Freeze()
 			freezes++
@@ -256,7 +265,7 @@ func TestFaultFreeze(t *testing.T) {
 	}
 	r := newRig(t, b, cfg)
 	r.run(b.Real.Thaw)
-	require.Equal(t, 2, freezes)
+	require.Equal(t, want, freezes)
 	lost := 0
 	for _, w := range r.workers {
 		lost += w.lost
