@@ -10,7 +10,9 @@
 // definite refusal (ErrNotObtained from a try, ErrNotHeld from an unlock), or
 // Unknown — any other error (a timeout, a reset connection, a lost reply):
 // the command may or may not have run, and may even run after the call
-// returned. Observations that are not calls are recorded too: the holder
+// returned. A caller that repeats such a call until it gets an answer may
+// record the attempts as one call (the library promises that they take
+// effect once): that is how exact hold counts are checked. Observations that are not calls are recorded too: the holder
 // being told its lock was lost (Lost), the moment a hold may start to lapse
 // without any unlock (Lapse: a killed holder, a frozen server), and a server
 // losing its data (Wipe: redis-server killed and restarted without
@@ -23,8 +25,8 @@
 // only when another owner holds it; Unlock by o succeeds only when o holds
 // it (count-1, free at 0); its ErrNotHeld is legal only when o does not hold
 // it. An Unknown call may or may not have taken effect, at any moment after
-// it was made (its return time is taken as +infinity), so the model offers
-// both next states. A Lapse of o frees the lock if o holds it, or changes
+// it was made until a grace period after it returned (CheckLinearizable's
+// grace; unbounded if asked), so the model offers both next states. A Lapse of o frees the lock if o holds it, or changes
 // nothing, at one moment within its interval (which may be unbounded). A Wipe frees the lock at one
 // moment within its interval.
 //
