@@ -315,6 +315,10 @@ func (w *worker) round() error {
 		return nil
 	}
 	w.acquired++
+	// TODO(fencing): once the lock has Token(), record each grant's token
+	// here and check in rig.check that tokens strictly increase from one
+	// holding period to the next (in grant order) and stay the same on
+	// re-entry.
 	done := w.l.Done()
 	cw := w.watch(done)
 	defer cw.end()
