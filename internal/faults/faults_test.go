@@ -1,0 +1,351 @@
+package faults
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlock-go/rlock/internal/history"
+	"github.com/rlock-go/rlock/internal/redistest"
+	"github.com/rlock-go/rlock/reentrant"
+	"github.com/rlock-go/rlock/watchdog"
+)
+
+// sleepOrStop waits d or until stop is closed, and reports whether stop was
+// closed. Injectors use it to time faults (never to synchronise with the
+// code under test).
+func sleepOrStop(d time.Duration, stop <-chan struct{}) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return false
+	case <-stop:
+		return true
+	}
+}
+
+// waitInside waits until some worker is in its critical section, or stop.
+func (r *rig) waitInside(stop <-chan struct{}) bool {
+	select {
+	case <-r.inside: // drain a stale signal first
+	default:
+	}
+	select {
+	case <-r.inside:
+		return true
+	case <-stop:
+		return false
+	}
+}
+
+// strikes is how many times the restart and freeze tests strike: twice, or
+// ten times in a soak run.
+func strikes() int {
+	if soak() {
+		return 10
+	}
+	return 2
+}
+
+// base is the configuration every run starts from: 8 clients with a
+// watchdog lease long enough that no hold expires unless the fault makes
+// it. A call with an unknown outcome may take effect until 100 ms after it
+// returned: in these faults a command runs before its connection is closed
+// or never (a dropped reply is read from the server before the proxy closes
+// the connection; a black hole discards the command; a refused connection
+// carries none), so the bound only covers a command already in the
+// server's socket when the proxy reset the connection.
+func base(fault string) config {
+	return config{
+		fault:        fault,
+		clients:      8,
+		rounds:       15,
+		lease:        2 * time.Second,
+		section:      3 * time.Millisecond,
+		linearizable: true,
+		exclusive:    true,
+		grace:        100 * time.Millisecond,
+		timeout:      90 * time.Second,
+	}
+}
+
+// TestFaultNone is the baseline: the same workload without a fault.
+func TestFaultNone(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		newRig(t, b, base("none")).run(nil)
+	})
+}
+
+// TestFaultLatency: every chunk through the proxy is delayed by up to 20 ms,
+// switched on and off every 50 ms.
+func TestFaultLatency(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		cfg := base("latency 0-20 ms")
+		cfg.viaProxy = true
+		cfg.inject = func(r *rig, stop <-chan struct{}) {
+			on := false
+			rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
+			every(50*time.Millisecond, stop, func() {
+				on = !on
+				if on {
+					r.proxy.SetLatency(time.Duration(1+rng.IntN(20)) * time.Millisecond)
+				} else {
+					r.proxy.SetLatency(0)
+				}
+			})
+		}
+		r := newRig(t, b, cfg)
+		r.run(func() { r.proxy.SetLatency(0) })
+	})
+}
+
+// TestFaultBlackhole: the proxy swallows everything for 200 ms every 500 ms;
+// clients time out after 100 ms, so calls fail with unknown outcomes and are
+// retried. The blackhole is shorter than the lease: no hold expires.
+func TestFaultBlackhole(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		cfg := base("blackhole 200 ms")
+		cfg.viaProxy = true
+		cfg.redisOpts = []func(*redis.Options){func(o *redis.Options) {
+			o.ReadTimeout = 100 * time.Millisecond
+			o.WriteTimeout = 100 * time.Millisecond
+		}}
+		cfg.inject = func(r *rig, stop <-chan struct{}) {
+			for !sleepOrStop(300*time.Millisecond, stop) {
+				r.proxy.Blackhole(true)
+				stopped := sleepOrStop(200*time.Millisecond, stop)
+				r.proxy.Blackhole(false)
+				if stopped {
+					return
+				}
+			}
+		}
+		r := newRig(t, b, cfg)
+		r.run(func() { r.proxy.Blackhole(false) })
+	})
+}
+
+// TestFaultConnectionReset: every connection through the proxy, the pub/sub
+// connections included, is closed every 60 ms.
+func TestFaultConnectionReset(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		cfg := base("connection reset")
+		cfg.viaProxy = true
+		cfg.inject = func(r *rig, stop <-chan struct{}) {
+			every(60*time.Millisecond, stop, r.proxy.ResetAll)
+		}
+		newRig(t, b, cfg).run(nil)
+	})
+}
+
+// TestFaultLostReply: every 25 ms the proxy drops the reply of the next
+// script call (acquire, re-entry, release, renewal) after the server ran
+// it; go-redis sends it again, and hold counts must stay exact. The second
+// variant turns go-redis' retries off: each lost reply is an error, the
+// worker repeats the call, and the library must recognise the repeat.
+func TestFaultLostReply(t *testing.T) {
+	for _, v := range []struct {
+		name    string
+		retries int
+	}{{"reply lost after the command ran", 0}, {"reply lost, client retries off", -1}} {
+		t.Run(strings.ReplaceAll(v.name, " ", "_"), func(t *testing.T) {
+			redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+				cfg := base(v.name)
+				cfg.viaProxy = true
+				if v.retries != 0 {
+					cfg.redisOpts = []func(*redis.Options){func(o *redis.Options) { o.MaxRetries = v.retries }}
+				}
+				cfg.lease = time.Second // renewals every 333 ms: some of their replies are lost too
+				cfg.inject = func(r *rig, stop <-chan struct{}) {
+					every(25*time.Millisecond, stop, func() { r.proxy.DropNextReply("evalsha") })
+					r.proxy.DropNextReply("\x00never\x00") // disarm
+					t.Logf("replies dropped: %d", r.proxy.Dropped())
+				}
+				newRig(t, b, cfg).run(nil)
+			})
+		})
+	}
+}
+
+// TestFaultPubSubKill: CLIENT KILL TYPE pubsub every 40 ms while goroutines
+// wait. The lease is the default 30 s, so waiters that relied on the TTL
+// bound after a lost wake-up would blow the run's 60 s budget: every waiter
+// gets the lock because the client re-checks after resubscribing. Real
+// Redis only (miniredis has no CLIENT KILL); the reset test covers the
+// pub/sub connection on miniredis.
+func TestFaultPubSubKill(t *testing.T) {
+	b := redistest.Real(t)
+	cfg := base("pub/sub connection killed")
+	cfg.lease = watchdog.DefaultLease
+	cfg.section = 10 * time.Millisecond
+	cfg.timeout = 60 * time.Second
+	cfg.inject = func(r *rig, stop <-chan struct{}) {
+		killed := int64(0)
+		every(40*time.Millisecond, stop, func() {
+			n, err := r.direct.ClientKillByFilter(context.Background(), "TYPE", "pubsub").Result()
+			if err == nil {
+				killed += n
+			}
+		})
+		t.Logf("pub/sub connections killed: %d", killed)
+	}
+	newRig(t, b, cfg).run(nil)
+}
+
+// TestFaultRestart: redis-server is killed and restarted empty twice while a
+// lock is held. Clients recover without being restarted, the holder is told
+// (Done, or ErrNotHeld at its unlock), waiters are granted afterwards. The
+// restart is recorded as a Wipe: the model frees the lock at one moment
+// within it. Two owners may believe they hold the lock until the old holder
+// is told (the data is gone), so the exclusion check does not apply.
+func TestFaultRestart(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		cfg := base("server killed and restarted")
+		cfg.lease = time.Second
+		cfg.section = 50 * time.Millisecond
+		cfg.exclusive = false
+		restarts, want := 0, strikes()
+		cfg.inject = func(r *rig, stop <-chan struct{}) {
+			for restarts < want && r.waitInside(stop) {
+				from := r.rec.Now()
+				b.Restart(t)
+				r.rec.Wipe(from, r.rec.Now())
+				restarts++
+				if sleepOrStop(200*time.Millisecond, stop) {
+					return
+				}
+			}
+		}
+		r := newRig(t, b, cfg)
+		r.run(nil)
+		require.Equal(t, want, restarts)
+		lost := 0
+		for _, w := range r.workers {
+			lost += w.lost
+		}
+		require.Positive(t, lost, "a holder was told its lock was lost")
+	})
+}
+
+// TestFaultFreeze: redis-server is stopped with SIGSTOP while a lock is held,
+// for 1.5 s, past the 500 ms watchdog lease, then resumed; twice. The holder
+// is told the lock was lost while the server is frozen, and nobody is
+// granted before the server resumes, so no two owners believe they hold the
+// lock at once. The hold may expire during the freeze: the model records a
+// Lapse of whoever holds the lock, from the freeze to the resume.
+func TestFaultFreeze(t *testing.T) {
+	b := redistest.Real(t)
+	cfg := base("server frozen past the lease (SIGSTOP)")
+	cfg.lease = 500 * time.Millisecond
+	cfg.section = 50 * time.Millisecond
+	freezes, want := 0, strikes()
+	cfg.inject = func(r *rig, stop <-chan struct{}) {
+		for freezes < want && r.waitInside(stop) {
+			from := r.rec.Now()
+			b.Real.Freeze()
+			freezes++
+			sleepOrStop(1500*time.Millisecond, nil)
+			b.Real.Thaw()
+			// The hold that existed at the freeze has expired once the server
+			// runs again (its lease is shorter than the freeze); nothing was
+			// acquired meanwhile.
+			r.rec.Lapse(-1, from, r.rec.Now())
+			if sleepOrStop(200*time.Millisecond, stop) {
+				return
+			}
+		}
+	}
+	r := newRig(t, b, cfg)
+	r.run(b.Real.Thaw)
+	require.Equal(t, want, freezes)
+	lost := 0
+	for _, w := range r.workers {
+		lost += w.lost
+	}
+	require.Positive(t, lost, "a holder was told its lock was lost")
+}
+
+const holderEnv = "RLOCK_FAULTS_HOLDER" // "addr name leaseMillis"
+
+// TestHelperKilledHolder is not a test: it is the child process of
+// TestFaultHolderKilled. It takes the lock twice (re-entry) in watchdog
+// mode, says so, and waits to be killed.
+func TestHelperKilledHolder(t *testing.T) {
+	if !redistest.IsHelperProcess() {
+		t.Skip("helper process for TestFaultHolderKilled")
+	}
+	args := strings.Fields(os.Getenv(holderEnv))
+	require.Len(t, args, 3)
+	leaseMS, err := strconv.Atoi(args[2])
+	require.NoError(t, err)
+	rdb := redis.NewClient(&redis.Options{Addr: args[0]})
+	c, err := reentrant.NewClient(rdb, reentrant.WithWatchdog(watchdog.WithLease(time.Duration(leaseMS)*time.Millisecond)))
+	require.NoError(t, err)
+	l, err := reentrant.New(c, args[1])
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, l.Lock(ctx))
+	require.NoError(t, l.Lock(ctx))
+	os.Stdout.WriteString("locked\n")
+	<-l.Done() // until killed; a loss ends the helper early and fails the parent
+	t.Fatalf("lost the lock: %v", l.Err())
+}
+
+// TestFaultHolderKilled: a child process holds the lock (twice, re-entered)
+// with a 1 s watchdog lease while 8 clients wait for it; it is killed with
+// SIGKILL. Nothing unlocks: the next waiter is granted when the lease runs
+// out, within one watchdog lease of the kill. The child's holds are
+// recorded as its two Lock calls, and the kill as a Lapse and as the end of
+// its belief.
+func TestFaultHolderKilled(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		cfg := base("holder process killed (SIGKILL)")
+		cfg.lease = time.Second
+		r := newRig(t, b, cfg)
+		childID := len(r.workers)
+		call := r.rec.Now()
+		child := redistest.StartHelperProcess(t, "TestHelperKilledHolder",
+			holderEnv+"="+b.Addr+" "+r.name+" "+strconv.Itoa(int(cfg.lease.Milliseconds())))
+		child.WaitLine(t, "locked", 30*time.Second)
+		ret := r.rec.Now()
+		for range 2 {
+			r.rec.Add(history.Op{Owner: childID, Kind: history.Lock, Outcome: history.OK, Call: call, Return: ret})
+		}
+		var killed int64
+		r.cfg.inject = func(r *rig, stop <-chan struct{}) {
+			// Kill once most workers are waiting (the others may have been
+			// refused by TryLock and will come back).
+			require.Eventually(t, func() bool {
+				n := 0
+				for _, w := range r.workers {
+					n += w.c.Waiters().Waiters
+				}
+				return n >= len(r.workers)/2
+			}, 30*time.Second, time.Millisecond)
+			child.Kill()
+			killed = r.rec.Now()
+			r.rec.Lapse(childID, killed, history.Forever)
+			r.rec.Add(history.Op{Owner: childID, Kind: history.Lost, Outcome: history.OK, Call: killed, Return: killed})
+		}
+		r.run(nil)
+		first := history.Forever
+		for _, op := range r.rec.Ops() {
+			if op.Owner != childID && op.Outcome == history.OK && (op.Kind == history.Lock || op.Kind == history.TryLock) && op.Return > killed {
+				first = min(first, op.Return)
+			}
+		}
+		grant := time.Duration(first - killed)
+		t.Logf("first grant %v after the kill (watchdog lease %v)", grant, cfg.lease)
+		// Generous slack for a loaded CI machine; the bound that matters is
+		// one lease, and timing figures are logged, not asserted tightly.
+		require.Less(t, grant, cfg.lease+2*time.Second, "granted within one watchdog lease of the kill")
+	})
+}

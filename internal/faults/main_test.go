@@ -1,0 +1,68 @@
+package faults
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		printSummary()
+		os.Exit(code)
+	}))
+}
+
+// soak reports whether the long runs were asked for (RLOCK_SOAK=1).
+func soak() bool { return os.Getenv("RLOCK_SOAK") == "1" }
+
+// row is one fault run's figures for the summary table.
+type row struct {
+	fault, backend                 string
+	clients, acquisitions, unknown int
+	lost, linViolations, overlaps  int
+	linChecked, exclusiveChecked   bool
+}
+
+var summary struct {
+	mu   sync.Mutex
+	rows []row
+}
+
+func report(r row) {
+	summary.mu.Lock()
+	summary.rows = append(summary.rows, r)
+	summary.mu.Unlock()
+}
+
+// printSummary prints the runs of this process as a Markdown table.
+func printSummary() {
+	summary.mu.Lock()
+	defer summary.mu.Unlock()
+	if len(summary.rows) == 0 {
+		return
+	}
+	rows := summary.rows
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].fault < rows[j].fault })
+	var b strings.Builder
+	b.WriteString("\nfault runs (acquisitions include re-entries; repeated = attempts with an unknown outcome, repeated by the caller):\n")
+	b.WriteString("| fault | backend | clients | acquisitions checked | attempts repeated | losses told | linearizability violations | exclusion violations |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, r := range rows {
+		lin, ex := "n/a", "n/a"
+		if r.linChecked {
+			lin = fmt.Sprint(r.linViolations)
+		}
+		if r.exclusiveChecked {
+			ex = fmt.Sprint(r.overlaps)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %s | %s |\n",
+			r.fault, r.backend, r.clients, r.acquisitions, r.unknown, r.lost, lin, ex)
+	}
+	fmt.Print(b.String())
+}

@@ -1,0 +1,411 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlock-go/rlock/internal/history"
+	"github.com/rlock-go/rlock/internal/redistest"
+	"github.com/rlock-go/rlock/reentrant"
+	"github.com/rlock-go/rlock/watchdog"
+)
+
+// config describes one fault run.
+type config struct {
+	fault     string
+	clients   int           // rlock clients, one owner (worker goroutine) each; at least 8
+	rounds    int           // holding periods (or refused tries) per worker
+	lease     time.Duration // watchdog lease
+	section   time.Duration // longest critical section
+	redisOpts []func(*redis.Options)
+	viaProxy  bool // dial through a fault-injection proxy
+	// inject runs while the workers run, until stop is closed.
+	inject func(r *rig, stop <-chan struct{})
+	// linearizable and exclusive select the checks that apply to the fault.
+	linearizable, exclusive bool
+	// grace is how long after its return a call with an unknown outcome may
+	// still take effect (negative: any time); see history.CheckLinearizable.
+	grace   time.Duration
+	timeout time.Duration // the whole run
+}
+
+// rig is one fault run in progress: a lock name, a recorder, the workers
+// and the backend they use.
+type rig struct {
+	t       *testing.T
+	cfg     config
+	b       *redistest.Backend
+	name    string
+	rec     *history.Recorder
+	ctx     context.Context
+	proxy   *redistest.Proxy
+	direct  *redis.Client // bypasses the proxy; for checks
+	workers []*worker
+	// inside receives a worker's id, without blocking, when it enters its
+	// critical section: fault injectors use it to strike while a lock is held.
+	inside chan int
+}
+
+// worker is one owner: its own go-redis client, rlock client and handle.
+type worker struct {
+	id       int
+	r        *rig
+	c        *reentrant.Client
+	l        *reentrant.Lock
+	rng      *rand.Rand
+	unknown  int // attempts whose outcome was unknown (then repeated)
+	lost     int // holding periods that ended in a loss the worker was told of
+	acquired int // holding periods
+}
+
+// newRig builds the clients and handles of a run on b.
+func newRig(t *testing.T, b *redistest.Backend, cfg config) *rig {
+	t.Helper()
+	if cfg.clients < 8 {
+		cfg.clients = 8
+	}
+	if soak() {
+		cfg.rounds *= 10
+		cfg.timeout *= 10
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
+	t.Cleanup(cancel)
+	r := &rig{
+		t:      t,
+		cfg:    cfg,
+		b:      b,
+		name:   redistest.Name(t),
+		rec:    history.NewRecorder(),
+		ctx:    ctx,
+		direct: b.NewClient(t),
+		inside: make(chan int, 1),
+	}
+	addr := b.Addr
+	if cfg.viaProxy {
+		r.proxy = redistest.NewProxy(t, b.Addr)
+		addr = r.proxy.Addr()
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("%s: seed %d, %d clients, %d rounds each, watchdog lease %v", cfg.fault, seed, cfg.clients, cfg.rounds, cfg.lease)
+	for i := range cfg.clients {
+		opts := append([]func(*redis.Options){func(o *redis.Options) { o.Addr = addr }}, cfg.redisOpts...)
+		rdb := b.NewClient(t, opts...)
+		c, err := reentrant.NewClient(rdb, reentrant.WithWatchdog(watchdog.WithLease(cfg.lease)))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		l, err := reentrant.New(c, r.name)
+		require.NoError(t, err)
+		r.workers = append(r.workers, &worker{id: i, r: r, c: c, l: l, rng: rand.New(rand.NewPCG(seed, uint64(i)))})
+	}
+	return r
+}
+
+// run runs every worker for its rounds while the injector strikes (on the
+// test goroutine, so it may fail the test), heals with heal, then checks
+// the history and reports the figures.
+func (r *rig) run(heal func()) {
+	t := r.t
+	stop := make(chan struct{})
+	errs := make(chan error, len(r.workers))
+	var workers sync.WaitGroup
+	for _, w := range r.workers {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			errs <- w.run(r.cfg.rounds)
+		}()
+	}
+	go func() {
+		workers.Wait()
+		close(stop)
+	}()
+	if r.cfg.inject != nil {
+		r.cfg.inject(r, stop)
+	}
+	<-stop
+	if heal != nil {
+		heal()
+	}
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	r.check()
+}
+
+// check verifies the end state and the history, and reports the figures.
+func (r *rig) check() {
+	t := r.t
+	ctx := context.Background()
+	// Every owner released what it held: nothing of theirs is left.
+	for _, w := range r.workers {
+		n, err := w.l.HoldCount(ctx)
+		require.NoError(t, err)
+		require.Zero(t, n, "worker %d still holds the lock", w.id)
+	}
+	// A hold taken by a call whose reply was lost and never reconciled would
+	// show here; it may only linger until its lease runs out.
+	require.Eventually(t, func() bool {
+		n, err := r.direct.Exists(ctx, r.name).Result()
+		return err == nil && n == 0
+	}, 3*r.cfg.lease+5*time.Second, 10*time.Millisecond, "the lock is left held")
+
+	ops := r.rec.Ops()
+	res := row{fault: r.cfg.fault, backend: r.b.Name, clients: len(r.workers),
+		acquisitions: history.Acquisitions(ops),
+		linChecked:   r.cfg.linearizable, exclusiveChecked: r.cfg.exclusive}
+	periods := 0
+	for _, w := range r.workers {
+		res.unknown += w.unknown
+		res.lost += w.lost
+		periods += w.acquired
+		require.Positive(t, w.acquired, "worker %d never got the lock", w.id)
+	}
+	if r.cfg.linearizable {
+		start := time.Now()
+		lr := history.CheckLinearizable(ops, r.cfg.grace, time.Minute)
+		t.Logf("%s: porcupine checked %d ops (%d unknown) in %v: %v", r.cfg.fault, lr.Ops, lr.Unknown, time.Since(start).Round(time.Millisecond), lr.Verdict)
+		if lr.Verdict != porcupine.Ok {
+			res.linViolations = 1
+			t.Errorf("history is not linearizable (%v); visualization: %s; history: %s", lr.Verdict, lr.Visualization, dump(ops))
+		}
+	}
+	if r.cfg.exclusive {
+		overlaps := history.CheckExclusive(ops)
+		res.overlaps = len(overlaps)
+		for _, o := range overlaps {
+			t.Errorf("two owners believed they held the lock at once: %v", o)
+		}
+	}
+	report(res)
+	t.Logf("%s/%s: %d clients, %d holding periods, %d acquisitions checked (re-entries included), %d attempts with an unknown outcome repeated, %d losses told, %d linearizability and %d exclusion violations",
+		r.cfg.fault, r.b.Name, res.clients, periods, res.acquisitions, res.unknown, res.lost, res.linViolations, res.overlaps)
+}
+
+// dump writes ops to a temporary file for the failure message and returns
+// its path.
+func dump(ops []history.Op) string {
+	f, err := os.CreateTemp("", "rlock-history-*.txt")
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	for _, op := range ops {
+		fmt.Fprintln(f, op)
+	}
+	return f.Name()
+}
+
+func (w *worker) run(rounds int) error {
+	for range rounds {
+		if err := w.round(); err != nil {
+			return fmt.Errorf("worker %d: %w", w.id, err)
+		}
+	}
+	return nil
+}
+
+// do makes one logical call and records it: it repeats the call while its
+// outcome is unknown, as a careful caller does, and the library promises
+// that such a repeat takes effect once, together with the attempts before
+// it (each owner's calls are serialised and carry its hold count). So the
+// attempts are recorded as one call, from the first attempt's call to the
+// last one's return, with the last one's outcome; except that ErrNotHeld
+// after an unknown attempt is recorded as Unknown, since the attempt before
+// may have released the last hold (the latch that answers re-sends of a
+// release belongs to one Unlock call). retried reports whether an attempt
+// had an unknown outcome.
+func (w *worker) do(k history.Kind) (out history.Outcome, retried bool, err error) {
+	ctx := w.r.ctx
+	call := w.r.rec.Now()
+	for {
+		switch k {
+		case history.Lock:
+			err = w.l.Lock(ctx)
+		case history.TryLock:
+			err = w.l.TryLock(ctx)
+		default:
+			err = w.l.Unlock(ctx)
+		}
+		out = history.Classify(k, err)
+		if out != history.Unknown || ctx.Err() != nil {
+			break
+		}
+		w.unknown++
+		retried = true
+		timer := time.NewTimer(5 * time.Millisecond) // retry backoff
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+		}
+	}
+	rec := out
+	if retried && k == history.Unlock && out == history.NotHeld {
+		rec = history.Unknown
+	}
+	w.r.rec.Add(history.Op{Owner: w.id, Kind: k, Outcome: rec, Call: call, Return: w.r.rec.Now(), Err: err})
+	if out == history.Unknown {
+		return out, retried, fmt.Errorf("%v still failing at the end of the run: %w", k, err)
+	}
+	return out, retried, nil
+}
+
+// closeWatch records when a holding period's Done channel closes.
+type closeWatch struct {
+	at   atomic.Int64 // recorder time of the close; 0 while open
+	stop chan struct{}
+	once sync.Once
+	done chan struct{}
+}
+
+func (w *worker) watch(done <-chan struct{}) *closeWatch {
+	cw := &closeWatch{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(cw.done)
+		select {
+		case <-done:
+			cw.at.Store(max(w.r.rec.Now(), 1))
+		case <-cw.stop:
+		}
+	}()
+	return cw
+}
+
+// end stops the watch and returns when Done closed (0: it did not).
+func (cw *closeWatch) end() int64 {
+	cw.once.Do(func() { close(cw.stop) })
+	<-cw.done
+	return cw.at.Load()
+}
+
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// round is one holding period: acquire (Lock, or a TryLock that may be
+// refused), re-enter 0-2 times, work until done or told of a loss, release
+// every hold. The worker acts as a careful user: it keeps the Done channel
+// of its holding period and stops at once when it closes.
+func (w *worker) round() error {
+	first := history.Lock
+	if w.rng.IntN(4) == 0 {
+		first = history.TryLock
+	}
+	out, _, err := w.do(first)
+	if err != nil {
+		return err
+	}
+	if out == history.NotObtained {
+		return nil
+	}
+	w.acquired++
+	// TODO(fencing): once the lock has Token(), record each grant's token
+	// here and check in rig.check that tokens strictly increase from one
+	// holding period to the next (in grant order) and stay the same on
+	// re-entry.
+	done := w.l.Done()
+	cw := w.watch(done)
+	defer cw.end()
+	count := 1
+	lost := false
+	for range w.rng.IntN(3) {
+		k := history.Lock
+		if w.rng.IntN(2) == 0 {
+			k = history.TryLock
+		}
+		out, _, err := w.do(k)
+		if err != nil {
+			return err
+		}
+		if out == history.OK {
+			count++
+		}
+		if out == history.NotObtained || closed(done) {
+			// NotObtained: the library found the lock gone at re-entry;
+			// an acquisition after a loss is not a re-entry either.
+			lost = true
+			break
+		}
+	}
+	if !lost {
+		select {
+		case w.r.inside <- w.id:
+		default:
+		}
+		timer := time.NewTimer(time.Duration(w.rng.Int64N(int64(w.r.cfg.section) + 1)))
+		select {
+		case <-done:
+			lost = true
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+	releaseCall := w.r.rec.Now()
+	if lost {
+		// Clean up whatever the library may still count, until it says
+		// nothing is held.
+		for range count + 1 {
+			out, _, err := w.do(history.Unlock)
+			if err != nil {
+				return err
+			}
+			if out == history.NotHeld {
+				break
+			}
+		}
+	} else {
+		for ; count > 0; count-- {
+			out, retried, err := w.do(history.Unlock)
+			if err != nil {
+				return err
+			}
+			if out == history.NotHeld {
+				// Told at this unlock, unless an earlier try of it (whose
+				// reply was lost) released the last hold.
+				lost = count > 1 || !retried
+				break
+			}
+		}
+	}
+	// Done closed before the worker started to release: a loss. Done closed
+	// later in a period that ended lost: told then (a call in flight kept the
+	// worker from noticing).
+	if at := cw.end(); at != 0 && (at < releaseCall || lost) {
+		lost = true
+		w.r.rec.Add(history.Op{Owner: w.id, Kind: history.Lost, Outcome: history.OK, Call: at, Return: at})
+	}
+	if lost {
+		w.lost++
+	}
+	return nil
+}
+
+// every calls fn every d until stop is closed.
+func every(d time.Duration, stop <-chan struct{}, fn func()) {
+	ticker := time.NewTicker(d)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ticker.C:
+			fn()
+		}
+	}
+}
