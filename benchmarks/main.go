@@ -22,10 +22,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -68,8 +70,12 @@ func main() {
 	if o.pin && os.Getenv(pinnedEnv) == "" {
 		os.Exit(reexecPinned())
 	}
-	if err := run(context.Background(), o, os.Stdout, os.Stderr); err != nil {
+	// Ctrl-C ends the run early; the servers are still stopped.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "benchmarks:", err)
+		stop()
 		os.Exit(1)
 	}
 }
@@ -248,9 +254,15 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		a.add(r)
 	}
 	for round, steps := range plan {
+		if ctx.Err() != nil {
+			break
+		}
 		prog.step(fmt.Sprintf("round %d/%d · PING round trip", round+1, o.rounds))
 		merge(runPing(ctx, b))
 		for _, s := range steps {
+			if ctx.Err() != nil {
+				return fmt.Errorf("interrupted: %w", ctx.Err())
+			}
 			prog.step(fmt.Sprintf("round %d/%d · scenario %s · %s", round+1, o.rounds, s.sc.id, s.c.label()))
 			// A bound on every step, so that a contender that hangs shows
 			// up as an error instead of stopping the run.

@@ -144,15 +144,43 @@ func (c *commands) stop(ctx context.Context) (int64, error) {
 	return n - c.start, nil
 }
 
+// lockTimeout bounds one Lock call on a key nobody else holds (scenarios
+// 1, 2, 5 and the warm-ups): a call still waiting after it is recorded as
+// an error (a lost wake-up), instead of stopping the run.
+const lockTimeout = 10 * time.Second
+
+// lockFree locks m, a lock nobody else holds, within lockTimeout. On
+// success it returns the cancel function of the context the lock was
+// taken with, to call after unlock (rueidislock ties the holding to it).
+func lockFree(ctx context.Context, m mutex) (context.CancelFunc, error) {
+	lctx, cancel := context.WithTimeout(ctx, lockTimeout)
+	err := m.lock(lctx)
+	if err != nil {
+		cancel()
+		if ctx.Err() == nil && lctx.Err() != nil {
+			return nil, fmt.Errorf("lock on a key nobody holds not acquired within %v: %w", lockTimeout, err)
+		}
+		return nil, err
+	}
+	return cancel, nil
+}
+
+// cycle locks and unlocks m, a lock nobody else holds.
+func cycle(ctx context.Context, m mutex) error {
+	done, err := lockFree(ctx, m)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return m.unlock(ctx)
+}
+
 // warmUp runs a few lock+unlock cycles so that connections are open and
 // scripts loaded before anything is measured.
 func warmUp(ctx context.Context, m mutex) error {
 	for range 3 {
-		if err := m.lock(ctx); err != nil {
-			return fmt.Errorf("warm-up lock: %w", err)
-		}
-		if err := m.unlock(ctx); err != nil {
-			return fmt.Errorf("warm-up unlock: %w", err)
+		if err := cycle(ctx, m); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
 		}
 	}
 	return nil
@@ -185,11 +213,7 @@ func runUncontended(ctx context.Context, b *bench, sc string, c contender) *resu
 	start := time.Now()
 	for time.Since(start) < b.duration {
 		t0 := time.Now()
-		if err := m.lock(ctx); err != nil {
-			r.fail(err)
-			break
-		}
-		if err := m.unlock(ctx); err != nil {
+		if err := cycle(ctx, m); err != nil {
 			r.fail(err)
 			break
 		}
@@ -247,10 +271,7 @@ func runParallel(ctx context.Context, b *bench, _ string, c contender) *result {
 			var err error
 			for time.Since(start) < b.duration {
 				t0 := time.Now()
-				if err = m.lock(ctx); err != nil {
-					break
-				}
-				if err = m.unlock(ctx); err != nil {
+				if err = cycle(ctx, m); err != nil {
 					break
 				}
 				lat = append(lat, time.Since(t0))
