@@ -122,7 +122,8 @@ type report struct {
 
 type machine struct {
 	CPU        string `json:"cpu"`
-	NumCPU     int    `json:"num_cpu"`
+	NumCPU     int    `json:"num_cpu"`     // CPUs of the machine
+	UsableCPUs int    `json:"usable_cpus"` // CPUs this process may run on
 	GOMAXPROCS int    `json:"gomaxprocs"`
 	Go         string `json:"go"`
 	Kernel     string `json:"kernel"`
@@ -328,11 +329,14 @@ func commandLine() string {
 
 func describeMachine(ctx context.Context, nodes []*node, mini bool) machine {
 	m := machine{
-		NumCPU: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Go: runtime.Version(),
+		NumCPU: runtime.NumCPU(), UsableCPUs: runtime.NumCPU(), GOMAXPROCS: runtime.GOMAXPROCS(0), Go: runtime.Version(),
 		ClientCPUs: cpusAllowed(os.Getpid()),
 	}
 	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		m.CPU = infoField(strings.ReplaceAll(string(data), "\t", ""), "model name")
+		if n := strings.Count(string(data), "\nprocessor") + btoi(strings.HasPrefix(string(data), "processor")); n > 0 {
+			m.NumCPU = n
+		}
 	}
 	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = "Linux " + strings.TrimSpace(string(data))
@@ -354,6 +358,13 @@ func describeMachine(ctx context.Context, nodes []*node, mini bool) machine {
 		m.Placement = fmt.Sprintf("pinned: client on CPU %s, redis-server on CPU %s (taskset)", m.ClientCPUs, m.ServerCPUs)
 	}
 	return m
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // progress writes one line per step: rewritten in place on a terminal.

@@ -121,7 +121,7 @@ func markdown(rep *report) string {
 	var w strings.Builder
 	m := rep.Machine
 	fmt.Fprintf(&w, "## rlock vs Go peers vs the floor (%s)\n\n", rep.Time.Format("2006-01-02 15:04 MST"))
-	fmt.Fprintf(&w, "- Machine: %s, %d CPUs (GOMAXPROCS %d), %s, %s\n", m.CPU, m.NumCPU, m.GOMAXPROCS, m.Kernel, m.Go)
+	fmt.Fprintf(&w, "- Machine: %s, %d CPUs (this run could use %d; GOMAXPROCS %d), %s, %s\n", m.CPU, m.NumCPU, m.UsableCPUs, m.GOMAXPROCS, m.Kernel, m.Go)
 	fmt.Fprintf(&w, "- Server: %s on loopback, started by the benchmark\n", m.Server)
 	fmt.Fprintf(&w, "- Placement: %s\n", m.Placement)
 	fmt.Fprintf(&w, "- Command: `%s` (%s per contender, scenario and round; %s rounds, interleaved; took %v)\n",

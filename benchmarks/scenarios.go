@@ -552,6 +552,7 @@ func runWatchdogScale(ctx context.Context, b *bench, _ string, c contender) *res
 		"renewal_round_trips_per_tick": trips / ticks,
 		"locks_renewed_per_tick":       float64(s1.Renewed-s0.Renewed) / ticks,
 		"locks_per_round_trip":         float64(s1.Renewed-s0.Renewed) / max(trips, 1),
+		"round_trips_per_100_renewals": 100 * trips / max(float64(s1.Renewed-s0.Renewed), 1),
 		"renewal_errors":               float64(s1.Errors - s0.Errors),
 		"lost":                         float64(s1.Lost - s0.Lost),
 		"server_commands_per_tick":     float64(cmd) / ticks,
