@@ -16,6 +16,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	// A lost wake-up of a peer costs this much instead of 10 s.
+	lockTimeout = 2 * time.Second
 	goleak.VerifyTestMain(m)
 }
 
@@ -67,10 +69,15 @@ func smoke(t *testing.T, mini bool) {
 		if r.Violations > 0 {
 			t.Errorf("%s in scenario %s: mutual exclusion violated %d times", r.Contender, r.Scenario, r.Violations)
 		}
-		if r.Errors > 0 {
+		ours := r.Library == "floor" || r.Library == "rlock" || r.Scenario == "rtt"
+		switch {
+		case r.Errors > 0 && ours:
 			t.Errorf("%s in scenario %s: %d errors, first: %s", r.Contender, r.Scenario, r.Errors, r.FirstError)
-		}
-		if r.Scenario != "rtt" && r.Ops == 0 {
+		case r.Errors > 0:
+			// A peer's failure is a finding the table reports, not a
+			// harness bug (rueidislock loses wake-ups on a busy machine).
+			t.Logf("%s in scenario %s: %d errors, first: %s", r.Contender, r.Scenario, r.Errors, r.FirstError)
+		case r.Scenario != "rtt" && r.Ops == 0:
 			t.Errorf("%s in scenario %s: no operation completed", r.Contender, r.Scenario)
 		}
 	}
