@@ -275,7 +275,7 @@ func panels(rep *report) []panel {
 		}
 		return ratio(float64(r.Lat.P50), float64(f.Lat.P50))
 	})
-	add("2", "2 · 64 keys, lock+unlock pairs/s, × floor (higher is better)", true, "×", func(r, f *result) float64 {
+	add("2", "2 · "+rep.Settings["parallel"]+" goroutines on as many keys, lock+unlock pairs/s, × floor (higher is better)", true, "×", func(r, f *result) float64 {
 		if f == nil {
 			return nan
 		}
