@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/rlock-go/rlock"
 )
 
@@ -52,28 +54,15 @@ func FuzzOwner(f *testing.F) {
 	})
 }
 
-// hasHashTag reports whether key has a Redis Cluster hash tag: a '{'
-// followed later by a '}' with at least one byte between them.
-func hasHashTag(key string) bool {
-	open := strings.IndexByte(key, '{')
-	if open < 0 {
-		return false
-	}
-	end := strings.IndexByte(key[open+1:], '}')
-	return end > 0
-}
-
 // FuzzDerivedKey: every derived key of a name lands in the name's hash slot
-// (Redis Cluster), for names without '{' and names with a hash tag. Names
-// with a '{' but no hash tag are the subject of
-// TestBugDerivedKeyLeavesSlotForBraceWithoutTag.
+// (Redis Cluster), for every name ValidateName accepts.
 func FuzzDerivedKey(f *testing.F) {
 	for _, s := range []string{"x", "orders:42", "{user7}:cart", "a{b}c", "{{x}}", "x}{y}"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
-		if strings.Contains(name, "{") && !hasHashTag(name) {
-			t.Skip("a '{' without a hash tag: see TestBugDerivedKeyLeavesSlotForBraceWithoutTag")
+		if rlock.ValidateName(name) != nil {
+			t.Skip("refused: see TestBraceWithoutTagIsRefused")
 		}
 		for _, p := range []string{rlock.ChannelPrefix, rlock.LatchPrefix, rlock.QueuePrefix, rlock.TimeoutPrefix, rlock.TokenPrefix} {
 			if got, want := rlock.Slot(rlock.DerivedKey(p, name)), rlock.Slot(name); got != want {
@@ -83,27 +72,17 @@ func FuzzDerivedKey(f *testing.F) {
 	})
 }
 
-// TestBugDerivedKeyLeavesSlotForBraceWithoutTag: DerivedKey returns
-// "prefix:name" for any name containing '{', assuming the name's own hash
-// tag governs. When the name has a '{' but no hash tag ("{", "{}", "}{",
-// "a{}b{c}": no '}' after the first '{', or nothing between them), Redis
-// Cluster hashes the whole key, so the derived key and the name land in
-// different slots: on a cluster every script that touches both (unlock,
-// force-unlock, the fair lock's queue) fails with CROSSSLOT, and a lock
-// taken under such a name can only expire. Found by FuzzDerivedKey.
-// Expected: either ValidateName refuses such names with ErrInvalidArgument,
-// or DerivedKey keeps them in the name's slot (Redisson's rule is the same
-// "contains '{'" test, so refusing them keeps the layout compatible).
-func TestBugDerivedKeyLeavesSlotForBraceWithoutTag(t *testing.T) {
-	t.Skip("bug: DerivedKey leaves the name's slot for names with '{' but no hash tag")
-	for _, name := range []string{"{", "{}", "}{", "a{}b{c}", "x{"} {
-		if rlock.ValidateName(name) != nil {
-			continue // refused: fine
-		}
-		for _, p := range []string{rlock.ChannelPrefix, rlock.LatchPrefix, rlock.QueuePrefix, rlock.TimeoutPrefix, rlock.TokenPrefix} {
-			if got, want := rlock.Slot(rlock.DerivedKey(p, name)), rlock.Slot(name); got != want {
-				t.Errorf("DerivedKey(%q, %q) is in slot %d, the name in %d", p, name, got, want)
-			}
-		}
+// TestBraceWithoutTagIsRefused: DerivedKey returns "prefix:name" for any
+// name containing '{', assuming the name's own hash tag governs. For a name
+// with a brace but no hash tag ("{", "{}", "}{", "a{}b{c}", "x}y") Redis
+// Cluster hashes the whole key, so the derived keys and the name would land
+// in different slots (CROSSSLOT on every unlock). Found by FuzzDerivedKey;
+// ValidateName now refuses such names, which keeps Redisson's layout.
+func TestBraceWithoutTagIsRefused(t *testing.T) {
+	for _, name := range []string{"{", "{}", "}{", "a{}b{c}", "x{", "x}y", "}"} {
+		require.ErrorIs(t, rlock.ValidateName(name), rlock.ErrInvalidArgument, name)
+	}
+	for _, name := range []string{"{a}", "x{y}z", "{{x}}", "x}{y}"} {
+		require.NoError(t, rlock.ValidateName(name), name)
 	}
 }

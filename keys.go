@@ -22,16 +22,31 @@ const (
 // released or force-unlocked.
 const UnlockMessage = "0"
 
-// ValidateName reports whether name is usable as a lock name: non-empty and
-// at most MaxNameLen bytes. The name itself is the Redis key of the lock hash.
+// ValidateName reports whether name is usable as a lock name: non-empty,
+// at most MaxNameLen bytes, and, if it contains a brace, with a Redis
+// Cluster hash tag ("{tag}": a '{' followed later by a '}' with at least
+// one byte between). A name with a stray brace ("{", "a{}b", "x}y") would
+// put the lock's derived keys in another hash slot than the lock, which
+// Redis Cluster refuses. The name itself is the Redis key of the lock hash.
 func ValidateName(name string) error {
 	switch {
 	case name == "":
 		return fmt.Errorf("%w: empty lock name", ErrInvalidArgument)
 	case len(name) > MaxNameLen:
 		return fmt.Errorf("%w: lock name is %d bytes, more than %d", ErrInvalidArgument, len(name), MaxNameLen)
+	case strings.ContainsAny(name, "{}") && !hasHashTag(name):
+		return fmt.Errorf("%w: lock name %q has a brace but no hash tag {...}", ErrInvalidArgument, name)
 	}
 	return nil
+}
+
+// hasHashTag reports whether key has a Redis Cluster hash tag.
+func hasHashTag(key string) bool {
+	open := strings.IndexByte(key, '{')
+	if open < 0 {
+		return false
+	}
+	return strings.IndexByte(key[open+1:], '}') > 0
 }
 
 // DerivedKey returns the key or channel that belongs to lock name under

@@ -237,7 +237,10 @@ func TestHeadLeavingWakesNext(t *testing.T) {
 		holder := newLock(t, newClient(t, b), name)
 		require.NoError(t, holder.Lock(ctx))
 		// A long queue timeout: only a wake-up can grant z in time.
-		c := newClient(t, b, reentrant.WithMaxPoll(time.Minute))
+		rdb := b.NewClient(t)
+		calls := &redistest.ScriptCalls{}
+		rdb.AddHook(calls)
+		c := clientOn(t, rdb, reentrant.WithMaxPoll(time.Minute))
 		a := newLock(t, c, name, fair.WithQueueTimeout(time.Hour))
 		z := newLock(t, c, name, fair.WithQueueTimeout(time.Hour))
 		actx, cancel := context.WithCancel(ctx)
@@ -247,6 +250,9 @@ func TestHeadLeavingWakesNext(t *testing.T) {
 		defer zcancel()
 		zDone := lockAsync(zctx, z)
 		waitQueued(t, holder, 2)
+		// Each tried, subscribed its channel, and tried again once the
+		// subscription was confirmed; now both only wait.
+		require.Eventually(t, func() bool { return calls.N() == 4 }, 10*time.Second, time.Millisecond)
 
 		// Free the lock without waking anyone (as an expiry would).
 		require.NoError(t, b.NewClient(t).Del(ctx, name).Err())

@@ -133,6 +133,7 @@ func FuzzModel(f *testing.F) {
 			{rlock.WithOwner(ctx, "alice"), newLock(c2), newLock(c2)}, // not owner 0: another client
 		}
 		holder, count := -1, 0 // the model
+		var stale [4]bool      // holds removed behind the owner's back (ForceUnlock)
 		check := func(step int, what string) {
 			t.Helper()
 			for i, o := range owners {
@@ -156,6 +157,34 @@ func FuzzModel(f *testing.F) {
 			free, mine := holder < 0, holder == i
 			var what string
 			var err error
+			if stale[i] && op != 3 && op != 5 {
+				// The owner's holds were force-unlocked: its next lock
+				// operation is told so (a lock: ErrLockLost, never a silent
+				// fresh acquisition; an unlock: ErrNotHeld), then it starts
+				// afresh.
+				stale[i] = false
+				l := o.l
+				if op == 4 {
+					l = o.second
+				}
+				switch op {
+				case 0, 4:
+					what, err = "TryLock (lost)", l.TryLock(o.ctx)
+				case 1:
+					what, err = "Lock (lost)", l.Lock(o.ctx)
+				case 2:
+					what, err = "Unlock (lost)", l.Unlock(o.ctx)
+				}
+				want := rlock.ErrLockLost
+				if op == 2 {
+					want = rlock.ErrNotHeld
+				}
+				if !errors.Is(err, want) {
+					t.Fatalf("step %d: owner %d %s = %v, want %v", step, i, what, err, want)
+				}
+				check(step, what)
+				continue
+			}
 			switch op {
 			case 0, 4: // TryLock, on the first or the second handle
 				what = "TryLock"
@@ -205,6 +234,9 @@ func FuzzModel(f *testing.F) {
 				ok, err := o.l.ForceUnlock(o.ctx)
 				if err != nil || ok == free {
 					t.Fatalf("step %d: ForceUnlock = %v, %v; model: holder %d", step, ok, err, holder)
+				}
+				if holder >= 0 {
+					stale[holder] = true
 				}
 				holder, count = -1, 0
 			case 5: // queries

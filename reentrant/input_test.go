@@ -143,9 +143,12 @@ func TestOnePubSubConnectionPerClient(t *testing.T) {
 		require.Equal(t, 1, s.Connections)
 		require.Equal(t, locks, s.Channels)
 		if b.IsReal() {
-			n, err := b.NewClient(t).PubSubNumSub(ctx, rlock.Channel(base+":a")).Result()
-			require.NoError(t, err)
-			require.EqualValues(t, 1, n[rlock.Channel(base+":a")], "one subscription per channel per client")
+			// The hub's SUBSCRIBE is queued: wait for it to reach the server.
+			rdb := b.NewClient(t)
+			require.Eventually(t, func() bool {
+				n, err := rdb.PubSubNumSub(ctx, rlock.Channel(base+":a")).Result()
+				return err == nil && n[rlock.Channel(base+":a")] == 1
+			}, 5*time.Second, time.Millisecond, "one subscription per channel per client")
 		}
 		for _, h := range held {
 			require.NoError(t, h.Unlock(ctx))
@@ -154,6 +157,6 @@ func TestOnePubSubConnectionPerClient(t *testing.T) {
 			require.NoError(t, <-got)
 		}
 		require.Eventually(t, func() bool { return c.Waiters() == reentrant.WaiterStats{Connections: 1} }, 5*time.Second, time.Millisecond,
-			"channels unsubscribed by the last waiter")
+			"no waiters left (their channels linger, then are unsubscribed)")
 	})
 }

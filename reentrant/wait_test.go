@@ -2,7 +2,6 @@ package reentrant_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,7 +22,7 @@ func TestLocalWaitersGrantedInArrivalOrder(t *testing.T) {
 		require.NoError(t, holder.Lock(ctx))
 
 		rdb := b.NewClient(t)
-		calls := &scriptCalls{}
+		calls := &redistest.ScriptCalls{}
 		rdb.AddHook(calls)
 		c := clientOn(t, rdb)
 		const n = 8
@@ -44,10 +43,10 @@ func TestLocalWaitersGrantedInArrivalOrder(t *testing.T) {
 				// The first waiter tried, subscribed, and tried again once the
 				// subscription was confirmed; the others queue behind it
 				// without trying.
-				require.Eventually(t, func() bool { return calls.n.Load() == 2 }, 5*time.Second, time.Millisecond)
+				require.Eventually(t, func() bool { return calls.N() == 2 }, 5*time.Second, time.Millisecond)
 			}
 		}
-		require.EqualValues(t, 2, calls.n.Load(), "later waiters queued without trying")
+		require.EqualValues(t, 2, calls.N(), "later waiters queued without trying")
 		require.NoError(t, holder.Unlock(ctx))
 		for i := range n {
 			require.NoError(t, <-errs)
@@ -155,27 +154,4 @@ func TestRESP2Client(t *testing.T) {
 		require.NoError(t, <-got)
 		require.NoError(t, waiter.Unlock(ctx))
 	})
-}
-
-// scriptCalls counts the scripts a go-redis client runs.
-type scriptCalls struct{ n atomic.Int64 }
-
-func (h *scriptCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *scriptCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if n := cmd.Name(); n == "evalsha" || n == "eval" {
-			h.n.Add(1)
-		}
-		return next(ctx, cmd)
-	}
-}
-func (h *scriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, cmd := range cmds {
-			if n := cmd.Name(); n == "evalsha" || n == "eval" {
-				h.n.Add(1)
-			}
-		}
-		return next(ctx, cmds)
-	}
 }

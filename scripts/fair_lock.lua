@@ -10,6 +10,7 @@
 -- ARGV[6]     "1" to join the queue (or renew the place in it) when the lock
 --             cannot be taken now; "0" for a one-shot try that never queues
 -- Reply:      {1, holds, token}  acquired (as lock.lua)
+--             {-1, 0}            the owner's holds are gone (as lock.lua)
 --             {0, wait}          not acquired; wait = the lock's PTTL when it
 --                                is held (-1: no expiry), or the ms until the
 --                                head waiter's deadline when it is free but
@@ -30,6 +31,9 @@ end
 local now = now_ms()
 local head = prune(now)
 local held = tonumber(redis.call('HGET', KEYS[1], ARGV[2]) or '0') or 0
+if held == 0 and tonumber(ARGV[3]) > 0 then
+  return {-1, 0}
+end
 if held > 0 then
   if held ~= tonumber(ARGV[3]) + 1 then
     held = redis.call('HINCRBY', KEYS[1], ARGV[2], 1)

@@ -8,6 +8,8 @@
 -- Reply:   {1, holds, token}  acquired; holds = the owner's hold count now;
 --                             token = the holding period's fencing token (0 without fencing)
 --          {0, pttl}          held by another owner; pttl as PTTL reports it
+--          {-1, 0}            the owner's holds are gone (ARGV[3] > 0 but no
+--                             field): lost, never passed off as a re-entry
 --
 -- A command whose reply was lost may be sent again by the client library.
 -- The client serialises one owner's operations on one lock, so when the
@@ -22,12 +24,15 @@ local function token(grant)
   end
   return tonumber(redis.call('GET', KEYS[2]) or '0') or 0
 end
+local held = tonumber(redis.call('HGET', KEYS[1], ARGV[2]) or '0') or 0
+if held == 0 and tonumber(ARGV[3]) > 0 then
+  return {-1, 0}
+end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('HSET', KEYS[1], ARGV[2], 1)
   redis.call('PEXPIRE', KEYS[1], ARGV[1])
   return {1, 1, token(true)}
 end
-local held = tonumber(redis.call('HGET', KEYS[1], ARGV[2]) or '0') or 0
 if held > 0 then
   if held ~= tonumber(ARGV[3]) + 1 then
     held = redis.call('HINCRBY', KEYS[1], ARGV[2], 1)

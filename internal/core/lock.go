@@ -344,6 +344,9 @@ func (l *Lock) attemptLocked(ctx context.Context, h *hold, lease time.Duration, 
 	if watchdogMode {
 		lease = l.c.wd.LeaseDuration()
 	}
+	if ep := h.ep.Load(); h.count > 0 && ep != nil && ep.ended() {
+		h.count = 0 // the owner was told its holds were lost: start afresh
+	}
 	sent := time.Now()
 	fencing := boolArg(l.cfg.Fencing)
 	script, args := scripts.Lock, []any{lease.Milliseconds(), h.key.field, h.count, fencing}
@@ -356,8 +359,14 @@ func (l *Lock) attemptLocked(ctx context.Context, h *hold, lease time.Duration, 
 	if err != nil {
 		return 0, fmt.Errorf("rlock: acquiring %q: %w", l.name, err)
 	}
-	if len(res) < 2 || res[0] == 1 && (len(res) != 3 || res[1] < 1 || res[2] < 0) || res[0] == 0 && len(res) != 2 || res[0] != 0 && res[0] != 1 {
+	if len(res) < 2 || res[0] == 1 && (len(res) != 3 || res[1] < 1 || res[2] < 0) || res[0] != 1 && len(res) != 2 || res[0] < -1 || res[0] > 1 {
 		return 0, fmt.Errorf("%w: acquire script replied %v", rlock.ErrUnexpectedReply, res)
+	}
+	if res[0] == -1 { // the owner re-entered a lock it no longer held
+		h.count = 0
+		lost := fmt.Errorf("%w: %q was no longer held at re-entry", rlock.ErrLockLost, l.name)
+		h.stopRenewal(lost)
+		return 0, lost
 	}
 	if res[0] == 1 && (syncErr != nil || sync.Unsynced()) {
 		// Granted, but no replica is known to have it: a failover now

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,3 +67,38 @@ func parseCommandStats(info string) (map[string]int64, error) {
 type parseError struct{ line string }
 
 func (e *parseError) Error() string { return "cannot parse line " + strconv.Quote(e.line) }
+
+// ScriptCalls is a go-redis hook that counts the scripts (EVAL, EVALSHA) a
+// client sends, pipelined ones included: add it with rdb.AddHook and read
+// N to wait for an attempt to have been made.
+type ScriptCalls struct{ n atomic.Int64 }
+
+// N returns the number of scripts sent so far.
+func (h *ScriptCalls) N() int64 { return h.n.Load() }
+
+func (h *ScriptCalls) count(cmd redis.Cmder) {
+	if n := cmd.Name(); n == "evalsha" || n == "eval" {
+		h.n.Add(1)
+	}
+}
+
+// DialHook implements redis.Hook.
+func (h *ScriptCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessHook implements redis.Hook.
+func (h *ScriptCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.count(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+// ProcessPipelineHook implements redis.Hook.
+func (h *ScriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			h.count(cmd)
+		}
+		return next(ctx, cmds)
+	}
+}

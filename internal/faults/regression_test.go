@@ -11,7 +11,7 @@ import (
 	"github.com/rlock-go/rlock/reentrant"
 )
 
-// TestBugReentryAfterVanishedLockReacquiresSilently: an owner holds a lock
+// TestReentryAfterVanishedLockReportsLoss: an owner holds a lock
 // once; the lock hash disappears before the watchdog notices (expiry while
 // Redis was frozen, a restart without persistence, an operator's DEL); the
 // owner re-enters. The acquire script finds no key and takes the lock anew
@@ -20,13 +20,12 @@ import (
 // owner now has one hold where it made two acquisitions. Its inner Unlock
 // then releases the lock completely while it still believes it holds the
 // outer hold, and another owner can take the lock inside the outer
-// critical section. Expected: the re-entry reports the loss (an error
+// critical section. Now: the re-entry reports the loss (an error
 // wrapping rlock.ErrLockLost, or at least the first holding period ending
 // as lost) instead of passing a fresh acquisition off as a re-entry. The
 // client sends its hold count (ARGV[3]), so lock.lua can tell: no key but a
 // count above zero means the holds were lost.
-func TestBugReentryAfterVanishedLockReacquiresSilently(t *testing.T) {
-	t.Skip("bug: a re-entry after the lock vanished re-acquires it with hold count 1 and reports success")
+func TestReentryAfterVanishedLockReportsLoss(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		name := redistest.Name(t)
@@ -42,19 +41,20 @@ func TestBugReentryAfterVanishedLockReacquiresSilently(t *testing.T) {
 		require.NoError(t, direct.Del(ctx, name).Err()) // the lock vanishes
 
 		err = l.Lock(ctx) // re-entry
-		if err != nil {
-			require.ErrorIs(t, err, rlock.ErrLockLost)
-			return
-		}
-		n, err := l.HoldCount(ctx)
-		require.NoError(t, err)
-		if n == 2 {
-			return
-		}
+		require.ErrorIs(t, err, rlock.ErrLockLost, "the loss is reported, not passed off as a re-entry")
 		select {
 		case <-done:
 		default:
-			t.Fatalf("re-entry succeeded with hold count %d after the lock vanished, and the holder was not told", n)
+			t.Fatal("the holding period did not end")
 		}
+		require.ErrorIs(t, l.Err(), rlock.ErrLockLost)
+		require.ErrorIs(t, l.Unlock(ctx), rlock.ErrNotHeld, "the outer hold is gone too")
+
+		// Told of the loss, the owner starts afresh.
+		require.NoError(t, l.Lock(ctx))
+		n, err := l.HoldCount(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		require.NoError(t, l.Unlock(ctx))
 	})
 }
