@@ -18,6 +18,9 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/redis/rueidis/rueidislock"
 
+	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/fair"
+	"github.com/rlock-go/rlock/redlock"
 	"github.com/rlock-go/rlock/reentrant"
 )
 
@@ -126,7 +129,8 @@ const (
 func singleNodeContenders() []contender {
 	return []contender{
 		{name: "floor", config: "SET NX PX + compare-and-delete, retry 1 ms", single: true, nodes: 1, open: openFloor},
-		{name: "rlock", config: "reentrant", single: true, nodes: 1, open: openRlock},
+		{name: "rlock", config: "reentrant", single: true, fair: true, nodes: 1, open: openRlock},
+		{name: "rlock", config: "fair", single: true, fair: true, open: openRlockFair},
 		{name: "redsync", config: "defaults: 32 tries, 50-250 ms", single: true, nodes: 5, open: openRedsync(nil)},
 		{name: "redsync", config: "retry 1 ms, unlimited tries", single: true, open: openRedsync([]redsync.Option{
 			redsync.WithRetryDelay(fastRetry), redsync.WithTries(math.MaxInt32),
@@ -139,9 +143,6 @@ func singleNodeContenders() []contender {
 		})},
 		{name: "rueidislock", config: "defaults: 3 keys", single: true, realOnly: needsTracking, open: openRueidislock(0, false)},
 		{name: "rueidislock", config: "README: 1 key, NOLOOP", single: true, realOnly: needsTracking, open: openRueidislock(1, true)},
-		// TODO(fair): add the rlock fair lock here once package fair lands:
-		//   {name: "rlock", config: "fair", fair: true, open: openRlockFair},
-		// with openRlockFair like openRlock but fair.New(c, name).
 	}
 }
 
@@ -153,9 +154,7 @@ const needsTracking = "rueidislock waits through CLIENT TRACKING, which miniredi
 func multiNodeContenders() []contender {
 	return []contender{
 		{name: "redsync", config: "1 pool", nodes: 1, open: openRedsync(nil)},
-		// TODO(redlock): add rlock's RedLock on 5 nodes once package
-		// redlock lands:
-		//   {name: "rlock", config: "RedLock", nodes: 5, open: openRlockRedLock},
+		{name: "rlock", config: "RedLock, nodes in parallel", nodes: 5, open: openRlockRedLock},
 	}
 }
 
@@ -264,7 +263,63 @@ func (p *rlockProcess) close() error {
 	return errors.Join(p.c.Close(), p.rdb.Close())
 }
 
-type rlockMutex struct{ l *reentrant.Lock }
+// openRlockFair is openRlock with the fair lock.
+func openRlockFair(_ context.Context, addrs []string, st *runStats) (process, error) {
+	p, err := openRlockWith(addrs[0], st)
+	if err != nil {
+		return nil, err
+	}
+	return &rlockFairProcess{p}, nil
+}
+
+type rlockFairProcess struct{ *rlockProcess }
+
+func (p *rlockFairProcess) mutex(name string) (mutex, error) {
+	l, err := fair.New(p.c, name)
+	if err != nil {
+		return nil, err
+	}
+	return &rlockMutex{l}, nil
+}
+
+// openRlockRedLock opens one rlock client per node and locks them as a
+// RedLock (watchdog mode, the default).
+func openRlockRedLock(_ context.Context, addrs []string, st *runStats) (process, error) {
+	p := &rlockRedLockProcess{}
+	for _, a := range addrs {
+		n, err := openRlockWith(a, st)
+		if err != nil {
+			_ = p.close()
+			return nil, err
+		}
+		p.nodes = append(p.nodes, n)
+		p.clients = append(p.clients, n.c)
+	}
+	return p, nil
+}
+
+type rlockRedLockProcess struct {
+	nodes   []*rlockProcess
+	clients []*reentrant.Client
+}
+
+func (p *rlockRedLockProcess) mutex(name string) (mutex, error) {
+	l, err := redlock.New(name, p.clients)
+	if err != nil {
+		return nil, err
+	}
+	return &rlockMutex{l}, nil
+}
+
+func (p *rlockRedLockProcess) close() error {
+	var errs []error
+	for _, n := range p.nodes {
+		errs = append(errs, n.close())
+	}
+	return errors.Join(errs...)
+}
+
+type rlockMutex struct{ l rlock.Locker }
 
 func (m *rlockMutex) lock(ctx context.Context) error   { return m.l.Lock(ctx) }
 func (m *rlockMutex) unlock(ctx context.Context) error { return m.l.Unlock(ctx) }

@@ -228,13 +228,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		}
 		if len(filter(sc.contenders(b), o.only, mini)) == 0 {
 			rep.Skipped[sc.id] = "no contender for this scenario yet"
-			if sc.id == "4" {
-				rep.Skipped[sc.id] = "skipped: rlock's fair lock (package fair) has not landed; add its contender in contenders.go (TODO(fair))"
-			}
 		}
-	}
-	if want5 := slices.ContainsFunc(scs, func(s scenario) bool { return s.id == "5" }); want5 {
-		rep.Skipped["5"] = "rlock RedLock (package redlock) has not landed: redsync on 5 nodes is compared with single-node locks; add its contender in contenders.go (TODO(redlock))"
 	}
 
 	total := 0

@@ -18,6 +18,8 @@ import (
 
 	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/fair"
+	"github.com/rlock-go/rlock/multilock"
+	"github.com/rlock-go/rlock/redlock"
 	"github.com/rlock-go/rlock/reentrant"
 )
 
@@ -45,6 +47,21 @@ var lockKinds = []lockKind{
 	}},
 	{name: "fair", newLocker: func(svc *service, name string) (rlock.Locker, error) {
 		return fair.New(svc.rl, name)
+	}},
+	{name: "multilock", newLocker: func(svc *service, name string) (rlock.Locker, error) {
+		// The order and the item's stock record, locked together.
+		var members []rlock.Locker
+		for _, part := range []string{":order", ":stock", ":audit"} {
+			l, err := reentrant.New(svc.rl, name+part)
+			if err != nil {
+				return nil, err
+			}
+			members = append(members, l)
+		}
+		return multilock.New(members)
+	}},
+	{name: "redlock", redlock: true, newLocker: func(svc *service, name string) (rlock.Locker, error) {
+		return redlock.New(name, svc.redlock)
 	}},
 }
 
@@ -189,6 +206,12 @@ func demo(ctx context.Context, args []string, e env) error {
 	// RedLock nodes: only when a selected kind needs them.
 	var nodes []*target
 	needNodes := slices.ContainsFunc(kinds, func(k lockKind) bool { return k.redlock })
+	if needNodes && !embedded && len(redlockAddrs) == 0 && strings.TrimSpace(locks) == "all" {
+		// A real server but no RedLock nodes: run the rest.
+		fmt.Fprintln(e.stderr, "rlock demo: skipping the redlock run: add --redlock host:port,... (independent servers) to include it")
+		kinds = slices.DeleteFunc(kinds, func(k lockKind) bool { return k.redlock })
+		needNodes = false
+	}
 	if !needNodes && len(redlockAddrs) > 0 {
 		fmt.Fprintln(e.stderr, "rlock demo: --redlock ignored: no selected run uses RedLock nodes")
 	}

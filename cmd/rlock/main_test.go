@@ -138,14 +138,26 @@ func TestDemo(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		code, out, errOut := runBin(t, "", "demo", "--progress=off", "--services=2", "--workers=4", "--stock=30", "--work=1ms", redisURL(b))
 		require.Equal(t, 0, code, errOut)
-		require.Empty(t, errOut)
+		require.Equal(t, "rlock demo: skipping the redlock run: add --redlock host:port,... (independent servers) to include it\n", errOut)
 		require.Contains(t, out, "With a lock, nothing was oversold.")
-		require.Equal(t, []string{"30", "0", "0"}, demoLine(t, out, "reentrant")[2:5], "sold 30, none left, none oversold")
+		for _, kind := range []string{"reentrant", "fair", "multilock"} {
+			require.Equal(t, []string{"30", "0", "0"}, demoLine(t, out, kind)[2:5], "%s: sold 30, none left, none oversold", kind)
+		}
 		demoLine(t, out, "none")
 		keys, err := b.NewClient(t).Keys(context.Background(), "*").Result()
 		require.NoError(t, err)
 		require.Empty(t, keys, "the demo cleans up after itself, replay latches included")
 	})
+}
+
+// TestDemoEveryKind: the default demo (embedded Redis, three embedded
+// RedLock nodes) runs every lock kind, and none oversells.
+func TestDemoEveryKind(t *testing.T) {
+	code, out, errOut := runBin(t, "", "demo", "--progress=off", "--services=2", "--workers=3", "--stock=20", "--work=0s")
+	require.Equal(t, 0, code, errOut)
+	for _, kind := range []string{"reentrant", "fair", "multilock", "redlock"} {
+		require.Equal(t, []string{"20", "0", "0"}, demoLine(t, out, kind)[2:5], "%s: sold 20, none left, none oversold", kind)
+	}
 }
 
 func TestDemoEmbedded(t *testing.T) {
@@ -199,7 +211,7 @@ func TestDemoRedlockNodes(t *testing.T) {
 
 	b := redistest.Mini(t)
 	code, _, errOut = runIn("", append(args, redisURL(b))...)
-	require.Equal(t, 2, code)
+	require.Equal(t, 2, code, "a RedLock run asked for by name needs nodes")
 	require.Contains(t, errOut, "needs --redlock")
 }
 
