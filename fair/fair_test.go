@@ -23,7 +23,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(redistest.StopSharedAfter(m))
 }
 
 func clientOn(t *testing.T, rdb rlock.Redis, opts ...reentrant.ClientOption) *reentrant.Client {

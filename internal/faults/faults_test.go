@@ -212,6 +212,7 @@ func TestFaultRestart(t *testing.T) {
 		cfg.lease = time.Second
 		cfg.section = 50 * time.Millisecond
 		cfg.exclusive = false
+		cfg.tokensReset = true // no persistence: the counter starts again
 		restarts, want := 0, strikes()
 		cfg.inject = func(r *rig, stop <-chan struct{}) {
 			for restarts < want && r.waitInside(stop) {
@@ -348,4 +349,48 @@ func TestFaultHolderKilled(t *testing.T) {
 		// one lease, and timing figures are logged, not asserted tightly.
 		require.Less(t, grant, cfg.lease+2*time.Second, "granted within one watchdog lease of the kill")
 	})
+}
+
+// TestFaultFair runs the fair lock through the faults that keep its queue:
+// no fault and latency with the FIFO check (a waiter seen in the queue
+// before another started to wait is granted first), and lost replies and
+// connection resets with the history checks (a waiter whose call fails
+// leaves the queue and rejoins at the tail, so FIFO is not checked there).
+func TestFaultFair(t *testing.T) {
+	cases := []struct {
+		name   string
+		fifo   bool
+		inject func(r *rig, stop <-chan struct{})
+	}{
+		{"fair: none", true, nil},
+		{"fair: latency 0-20 ms", true, func(r *rig, stop <-chan struct{}) {
+			on := false
+			every(50*time.Millisecond, stop, func() {
+				if on = !on; on {
+					r.proxy.SetLatency(time.Duration(1+time.Now().UnixNano()%20) * time.Millisecond)
+				} else {
+					r.proxy.SetLatency(0)
+				}
+			})
+		}},
+		{"fair: reply lost after the command ran", false, func(r *rig, stop <-chan struct{}) {
+			every(25*time.Millisecond, stop, func() { r.proxy.DropNextReply("evalsha") })
+			r.proxy.DropNextReply("\x00never\x00") // disarm
+		}},
+		{"fair: connection reset", false, func(r *rig, stop <-chan struct{}) {
+			every(60*time.Millisecond, stop, r.proxy.ResetAll)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(strings.ReplaceAll(strings.TrimPrefix(tc.name, "fair: "), " ", "_"), func(t *testing.T) {
+			redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+				cfg := base(tc.name)
+				cfg.fair, cfg.fifo = true, tc.fifo
+				cfg.viaProxy = true
+				cfg.inject = tc.inject
+				r := newRig(t, b, cfg)
+				r.run(func() { r.proxy.SetLatency(0) })
+			})
+		})
+	}
 }

@@ -27,6 +27,10 @@ type row struct {
 	clients, acquisitions, unknown int
 	lost, linViolations, overlaps  int
 	linChecked, exclusiveChecked   bool
+	tokens, tokenViolations        int
+	tokensChecked                  bool
+	fifoWaits, fifoViolations      int
+	fifoChecked                    bool
 }
 
 var summary struct {
@@ -51,8 +55,8 @@ func printSummary() {
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].fault < rows[j].fault })
 	var b strings.Builder
 	b.WriteString("\nfault runs (acquisitions include re-entries; repeated = attempts with an unknown outcome, repeated by the caller):\n")
-	b.WriteString("| fault | backend | clients | acquisitions checked | attempts repeated | losses told | linearizability violations | exclusion violations |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("| fault | backend | clients | acquisitions checked | attempts repeated | losses told | linearizability violations | exclusion violations | fencing tokens checked (violations) | queued waits checked for FIFO (violations) |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range rows {
 		lin, ex := "n/a", "n/a"
 		if r.linChecked {
@@ -61,8 +65,16 @@ func printSummary() {
 		if r.exclusiveChecked {
 			ex = fmt.Sprint(r.overlaps)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %s | %s |\n",
-			r.fault, r.backend, r.clients, r.acquisitions, r.unknown, r.lost, lin, ex)
+		tok := "n/a (counter reset)"
+		if r.tokensChecked {
+			tok = fmt.Sprintf("%d (%d)", r.tokens, r.tokenViolations)
+		}
+		fifo := "n/a"
+		if r.fifoChecked {
+			fifo = fmt.Sprintf("%d (%d)", r.fifoWaits, r.fifoViolations)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %s | %s | %s | %s |\n",
+			r.fault, r.backend, r.clients, r.acquisitions, r.unknown, r.lost, lin, ex, tok, fifo)
 	}
 	fmt.Print(b.String())
 }

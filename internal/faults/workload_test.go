@@ -14,6 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/fair"
 	"github.com/rlock-go/rlock/internal/history"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/reentrant"
@@ -33,6 +35,12 @@ type config struct {
 	inject func(r *rig, stop <-chan struct{})
 	// linearizable and exclusive select the checks that apply to the fault.
 	linearizable, exclusive bool
+	// tokensReset: the fault may reset the fencing counter (a restart
+	// without persistence), so token order is not checked.
+	tokensReset bool
+	// fair runs the fair lock instead of the reentrant one; fifo also
+	// checks that waiters are granted in queue order.
+	fair, fifo bool
 	// grace is how long after its return a call with an unknown outcome may
 	// still take effect (negative: any time); see history.CheckLinearizable.
 	grace   time.Duration
@@ -54,6 +62,30 @@ type rig struct {
 	// inside receives a worker's id, without blocking, when it enters its
 	// critical section: fault injectors use it to strike while a lock is held.
 	inside chan int
+
+	grantsMu sync.Mutex
+	grants   []grant   // every holding period's first acquisition
+	waits    []grant   // the first acquisitions made with Lock (they may queue)
+	seen     sightings // fair: when each owner was seen entering the queue
+	// tokenMismatch counts re-entries whose token differed from the
+	// holding period's.
+	tokenMismatch int
+}
+
+// grant is a holding period's first acquisition and its fencing token.
+type grant struct {
+	owner     int
+	call, ret int64
+	token     int64
+}
+
+// handle is what the workers use of a lock: both lock kinds have it.
+type handle interface {
+	rlock.Locker
+	Owner(ctx context.Context) (string, error)
+	HoldCount(ctx context.Context) (int, error)
+	Done() <-chan struct{}
+	Token() int64
 }
 
 // worker is one owner: its own go-redis client, rlock client and handle.
@@ -61,7 +93,7 @@ type worker struct {
 	id       int
 	r        *rig
 	c        *reentrant.Client
-	l        *reentrant.Lock
+	l        handle
 	rng      *rand.Rand
 	unknown  int // attempts whose outcome was unknown (then repeated)
 	lost     int // holding periods that ended in a loss the worker was told of
@@ -103,7 +135,12 @@ func newRig(t *testing.T, b *redistest.Backend, cfg config) *rig {
 		c, err := reentrant.NewClient(rdb, reentrant.WithWatchdog(watchdog.WithLease(cfg.lease)))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = c.Close() })
-		l, err := reentrant.New(c, r.name)
+		var l handle
+		if cfg.fair {
+			l, err = fair.New(c, r.name, fair.WithFencing())
+		} else {
+			l, err = reentrant.New(c, r.name, reentrant.WithFencing())
+		}
 		require.NoError(t, err)
 		r.workers = append(r.workers, &worker{id: i, r: r, c: c, l: l, rng: rand.New(rand.NewPCG(seed, uint64(i)))})
 	}
@@ -129,10 +166,20 @@ func (r *rig) run(heal func()) {
 		workers.Wait()
 		close(stop)
 	}()
+	watched := make(chan struct{})
+	if r.cfg.fifo {
+		go func() {
+			defer close(watched)
+			r.watchQueue(stop)
+		}()
+	} else {
+		close(watched)
+	}
 	if r.cfg.inject != nil {
 		r.cfg.inject(r, stop)
 	}
 	<-stop
+	<-watched
 	if heal != nil {
 		heal()
 	}
@@ -185,6 +232,21 @@ func (r *rig) check() {
 		res.overlaps = len(overlaps)
 		for _, o := range overlaps {
 			t.Errorf("two owners believed they held the lock at once: %v", o)
+		}
+	}
+	if r.cfg.fifo {
+		waits := r.fifoWaits()
+		res.fifoChecked, res.fifoWaits = true, len(waits)
+		for _, v := range history.CheckFIFO(waits) {
+			res.fifoViolations++
+			t.Errorf("FIFO: %v", v)
+		}
+	}
+	if !r.cfg.tokensReset {
+		res.tokens, res.tokenViolations = r.checkTokens()
+		res.tokensChecked = true
+		if res.tokenViolations > 0 {
+			t.Errorf("%d fencing-token violations among %d grants", res.tokenViolations, res.tokens)
 		}
 	}
 	report(res)
@@ -307,18 +369,23 @@ func (w *worker) round() error {
 	if w.rng.IntN(4) == 0 {
 		first = history.TryLock
 	}
+	call := w.r.rec.Now()
 	out, _, err := w.do(first)
 	if err != nil {
 		return err
 	}
-	if out == history.NotObtained {
+	if out == history.NotObtained || out == history.HoldsLost {
 		return nil
 	}
 	w.acquired++
-	// TODO(fencing): once the lock has Token(), record each grant's token
-	// here and check in rig.check that tokens strictly increase from one
-	// holding period to the next (in grant order) and stay the same on
-	// re-entry.
+	token := w.l.Token()
+	w.r.grantsMu.Lock()
+	g := grant{owner: w.id, call: call, ret: w.r.rec.Now(), token: token}
+	w.r.grants = append(w.r.grants, g)
+	if first == history.Lock {
+		w.r.waits = append(w.r.waits, g)
+	}
+	w.r.grantsMu.Unlock()
 	done := w.l.Done()
 	cw := w.watch(done)
 	defer cw.end()
@@ -335,10 +402,16 @@ func (w *worker) round() error {
 		}
 		if out == history.OK {
 			count++
+			if !closed(done) && w.l.Token() != token {
+				w.r.grantsMu.Lock()
+				w.r.tokenMismatch++
+				w.r.grantsMu.Unlock()
+			}
 		}
-		if out == history.NotObtained || closed(done) {
-			// NotObtained: the library found the lock gone at re-entry;
-			// an acquisition after a loss is not a re-entry either.
+		if out == history.NotObtained || out == history.HoldsLost || closed(done) {
+			// The library found the owner's holds gone at re-entry
+			// (ErrLockLost); an acquisition after a loss is not a
+			// re-entry either.
 			lost = true
 			break
 		}
@@ -408,4 +481,99 @@ func every(d time.Duration, stop <-chan struct{}, fn func()) {
 			fn()
 		}
 	}
+}
+
+// checkTokens checks the fencing tokens of the run: a holding period that
+// began after another's first acquisition returned has a larger token, and
+// a re-entry keeps its period's token. It returns the grants checked and
+// the violations.
+func (r *rig) checkTokens() (checked, violations int) {
+	r.grantsMu.Lock()
+	defer r.grantsMu.Unlock()
+	violations = r.tokenMismatch
+	for i, a := range r.grants {
+		if a.token <= 0 {
+			violations++
+			continue
+		}
+		for _, b := range r.grants[i+1:] {
+			switch {
+			case a.ret < b.call && a.token >= b.token,
+				b.ret < a.call && b.token >= a.token:
+				violations++
+			}
+		}
+	}
+	return len(r.grants), violations
+}
+
+// sightings records, per owner, when it was seen entering the fair queue
+// (absent at one look, present at the next: the time of the first look
+// that saw it, by the recorder's clock).
+type sightings map[int][]int64
+
+// watchQueue reads the fair queue as often as it can until stop closes,
+// recording when each worker appears in it.
+func (r *rig) watchQueue(stop <-chan struct{}) {
+	ctx := context.Background()
+	c, err := reentrant.NewClient(r.b.NewClient(r.t), reentrant.WithoutReplicaSync())
+	if err != nil {
+		r.t.Error(err)
+		return
+	}
+	defer c.Close()
+	q, err := fair.New(c, r.name)
+	if err != nil {
+		r.t.Error(err)
+		return
+	}
+	byField := map[string]int{}
+	for _, w := range r.workers {
+		f, err := w.l.Owner(ctx)
+		if err != nil {
+			r.t.Error(err)
+			return
+		}
+		byField[f] = w.id
+	}
+	present := map[int]bool{}
+	seen := sightings{}
+	for !closed(stop) {
+		at := r.rec.Now()
+		ws, err := q.Queue(ctx)
+		if err != nil {
+			continue // a fault; the next look will do
+		}
+		now := map[int]bool{}
+		for _, w := range ws {
+			if id, ok := byField[w.Owner]; ok {
+				now[id] = true
+				if !present[id] {
+					seen[id] = append(seen[id], at)
+				}
+			}
+		}
+		present = now
+	}
+	r.grantsMu.Lock()
+	r.seen = seen
+	r.grantsMu.Unlock()
+}
+
+// fifoWaits turns the Lock calls that were seen queued into waits for
+// history.CheckFIFO: joined at the first sighting of the owner in the
+// queue during the call.
+func (r *rig) fifoWaits() []history.Wait {
+	r.grantsMu.Lock()
+	defer r.grantsMu.Unlock()
+	var out []history.Wait
+	for _, g := range r.waits {
+		for _, at := range r.seen[g.owner] {
+			if at >= g.call && at <= g.ret {
+				out = append(out, history.Wait{Owner: g.owner, JoinCall: g.call, Joined: at, Granted: g.ret})
+				break
+			}
+		}
+	}
+	return out
 }

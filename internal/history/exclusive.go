@@ -37,8 +37,8 @@ func endString(t int64) string {
 // Beliefs derives every owner's belief periods from ops. Each owner's
 // calls must be sequential (one goroutine per owner), as a lock's users'
 // are. An owner's own hold count moves as it was told: +1 per successful
-// acquire, -1 per successful unlock, 0 after ErrNotHeld or a Lost
-// observation; Unknown calls change nothing (the caller retries them).
+// acquire, -1 per successful unlock, 0 after ErrNotHeld, ErrLockLost from
+// a re-entry, or a Lost observation; Unknown calls change nothing (the caller retries them).
 func Beliefs(ops []Op) []Belief {
 	type ownerState struct {
 		count int
@@ -63,11 +63,15 @@ func Beliefs(ops []Op) []Belief {
 		}
 		switch op.Kind {
 		case Lock, TryLock:
-			if op.Outcome == OK {
+			switch op.Outcome {
+			case OK:
 				if st.count == 0 && !st.open {
 					st.open, st.start = true, op.Return
 				}
 				st.count++
+			case HoldsLost:
+				end(op.Owner, st, op.Return) // told now, if not before
+				st.count = 0
 			}
 		case Unlock:
 			if st.count <= 1 {

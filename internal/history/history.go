@@ -69,6 +69,9 @@ const (
 	// Unknown: any other error; the call may or may not have taken effect,
 	// at any moment after it was made.
 	Unknown
+	// HoldsLost: a Lock or TryLock by an owner that believed it held the
+	// lock found its holds gone (rlock.ErrLockLost); nothing was acquired.
+	HoldsLost
 )
 
 func (o Outcome) String() string {
@@ -81,6 +84,8 @@ func (o Outcome) String() string {
 		return "not-held"
 	case Unknown:
 		return "unknown"
+	case HoldsLost:
+		return "holds-lost"
 	}
 	return fmt.Sprintf("Outcome(%d)", uint8(o))
 }
@@ -118,6 +123,8 @@ func Classify(k Kind, err error) Outcome {
 		return OK
 	case k == TryLock && errors.Is(err, rlock.ErrNotObtained):
 		return NotObtained
+	case (k == Lock || k == TryLock) && errors.Is(err, rlock.ErrLockLost):
+		return HoldsLost
 	case k == Unlock && errors.Is(err, rlock.ErrNotHeld):
 		return NotHeld
 	}

@@ -57,6 +57,12 @@ func step(s state, in input, out Outcome) []state {
 			if in.kind == TryLock && !ok {
 				return []state{s}
 			}
+		case HoldsLost:
+			// Legal only when the owner's holds are gone (lapsed or wiped):
+			// it holds nothing in s. Nothing changes.
+			if !s.holds(in.owner) {
+				return []state{s}
+			}
 		case Unknown:
 			if ok {
 				return []state{s, next}
