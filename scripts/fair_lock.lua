@@ -1,4 +1,5 @@
--- Acquire one hold of a fair lock, or join (or stay in) its queue.
+-- Acquire one hold of a fair lock, or join (or stay in) its queue. Uses the
+-- preludes holds.lua and fair_common.lua.
 -- KEYS[1..3]  the lock hash, queue and deadlines (see fair_common.lua)
 -- KEYS[4]     the lock's fencing token counter
 -- ARGV[1]     lease in milliseconds
@@ -18,28 +19,14 @@
 --
 -- A grant pops the owner from the head; a re-sent grant is recognised by
 -- the hold count (as in lock.lua); joining twice keeps one place.
-local function token(grant)
-  if ARGV[4] ~= '1' then
-    return 0
-  end
-  if grant then
-    return redis.call('INCR', KEYS[4])
-  end
-  return tonumber(redis.call('GET', KEYS[4]) or '0') or 0
-end
-
 local now = now_ms()
 local head = prune(now)
-local held = tonumber(redis.call('HGET', KEYS[1], ARGV[2]) or '0') or 0
+local held = holds_of(KEYS[1], ARGV[2])
 if held == 0 and tonumber(ARGV[3]) > 0 then
   return {-1, 0}
 end
 if held > 0 then
-  if held ~= tonumber(ARGV[3]) + 1 then
-    held = redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
-  end
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  return {1, held, token(false)}
+  return {1, reenter(KEYS[1], ARGV[2], held, ARGV[3], ARGV[1]), fencing_token(KEYS[4], ARGV[4], false)}
 end
 
 local free = redis.call('EXISTS', KEYS[1]) == 0
@@ -48,9 +35,8 @@ if free and (not head or head == ARGV[2]) then
     redis.call('LPOP', KEYS[2])
   end
   redis.call('ZREM', KEYS[3], ARGV[2])
-  redis.call('HSET', KEYS[1], ARGV[2], 1)
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  return {1, 1, token(true)}
+  grant(KEYS[1], ARGV[2], ARGV[1])
+  return {1, 1, fencing_token(KEYS[4], ARGV[4], true)}
 end
 
 local wait

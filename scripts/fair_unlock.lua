@@ -1,5 +1,5 @@
 -- Release one hold of a fair lock; the last release wakes the head waiter
--- only, on its own channel.
+-- only, on its own channel. Uses the preludes holds.lua and fair_common.lua.
 -- KEYS[1..3]  the lock hash, queue and deadlines (see fair_common.lua)
 -- KEYS[4]     the latch key of this request (same hash slot)
 -- ARGV[1]     lease in milliseconds, restored while holds remain
@@ -10,23 +10,13 @@
 -- ARGV[6]     the lock's channel; waiter w listens on ARGV[6] .. ':' .. w
 -- Reply:      as unlock.lua: {1, 0} released, {0, holds} still held,
 --             {-1, 0} not held by this owner (nothing changed)
-local held = tonumber(redis.call('HGET', KEYS[1], ARGV[2]) or '0') or 0
-if held <= 0 then
-  if redis.call('EXISTS', KEYS[4]) == 1 then
-    return {1, 0} -- this request released the lock already
-  end
+local left = release(KEYS[1], ARGV[2], ARGV[3], ARGV[1], KEYS[4])
+if left == -2 then
+  return {1, 0} -- this request released the lock already
+elseif left < 0 then
   return {-1, 0}
-end
-if held == tonumber(ARGV[3]) - 1 then
-  -- this request's decrement already ran
-elseif held > 1 then
-  held = redis.call('HINCRBY', KEYS[1], ARGV[2], -1)
-else
-  held = 0
-end
-if held > 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  return {0, held}
+elseif left > 0 then
+  return {0, left}
 end
 redis.call('DEL', KEYS[1])
 wake(ARGV[6], prune(now_ms()), ARGV[4])

@@ -6,8 +6,10 @@
 // The scripts are portable between Redis 7.0 and miniredis: no shebang
 // lines, no FUNCTION, no SPUBLISH. Each documents its KEYS, ARGV and reply
 // at the top of its file. All keys a script touches share the lock's hash
-// slot, so they run unchanged on Redis Cluster. The fair-lock scripts share
-// a prelude (fair_common.lua) that is prepended to each.
+// slot, so they run unchanged on Redis Cluster. Shared Lua lives in
+// preludes prepended when a script is built: holds.lua (hold counts,
+// re-sent commands, fencing tokens) for every acquire and release script,
+// fair_common.lua (queue pruning, wake-ups) for the fair-lock scripts.
 package scripts
 
 import (
@@ -25,6 +27,8 @@ var (
 	forceUnlockSrc string
 	//go:embed renew.lua
 	renewSrc string
+	//go:embed holds.lua
+	holdsSrc string
 	//go:embed fair_common.lua
 	fairCommonSrc string
 	//go:embed fair_lock.lua
@@ -41,9 +45,9 @@ var (
 
 var (
 	// Lock acquires one hold of a reentrant lock (see lock.lua).
-	Lock = redis.NewScript(lockSrc)
+	Lock = redis.NewScript(holdsSrc + "\n" + lockSrc)
 	// Unlock releases one hold of a reentrant lock (see unlock.lua).
-	Unlock = redis.NewScript(unlockSrc)
+	Unlock = redis.NewScript(holdsSrc + "\n" + unlockSrc)
 	// ForceUnlock deletes a lock whoever holds it (see force_unlock.lua).
 	ForceUnlock = redis.NewScript(forceUnlockSrc)
 	// Renew renews a batch of leases for the watchdog (see renew.lua). It
@@ -52,9 +56,9 @@ var (
 
 	// FairLock acquires one hold of a fair lock or queues for it (see
 	// fair_lock.lua).
-	FairLock = fair(fairLockSrc)
+	FairLock = fair(holdsSrc + "\n" + fairLockSrc)
 	// FairUnlock releases one hold of a fair lock (see fair_unlock.lua).
-	FairUnlock = fair(fairUnlockSrc)
+	FairUnlock = fair(holdsSrc + "\n" + fairUnlockSrc)
 	// FairForceUnlock deletes a fair lock whoever holds it (see
 	// fair_force_unlock.lua).
 	FairForceUnlock = fair(fairForceUnlockSrc)

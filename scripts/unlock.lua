@@ -1,4 +1,4 @@
--- Release one hold of a reentrant lock.
+-- Release one hold of a reentrant lock. Uses the prelude holds.lua.
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the lock's unlock channel
 -- KEYS[3]  the latch key of this request (same hash slot as KEYS[1])
@@ -14,23 +14,13 @@
 -- Replays are answered without a second effect: the last release leaves a
 -- short-lived latch keyed by the request, and a decrement that already ran
 -- shows as a stored count one below the client's count.
-local held = tonumber(redis.call('HGET', KEYS[1], ARGV[2]) or '0') or 0
-if held <= 0 then
-  if redis.call('EXISTS', KEYS[3]) == 1 then
-    return {1, 0} -- this request released the lock already
-  end
+local left = release(KEYS[1], ARGV[2], ARGV[3], ARGV[1], KEYS[3])
+if left == -2 then
+  return {1, 0} -- this request released the lock already
+elseif left < 0 then
   return {-1, 0}
-end
-if held == tonumber(ARGV[3]) - 1 then
-  -- this request's decrement already ran
-elseif held > 1 then
-  held = redis.call('HINCRBY', KEYS[1], ARGV[2], -1)
-else
-  held = 0
-end
-if held > 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  return {0, held}
+elseif left > 0 then
+  return {0, left}
 end
 redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', KEYS[2], ARGV[4])

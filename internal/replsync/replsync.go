@@ -163,7 +163,8 @@ func (s *Syncer) Master(ctx context.Context, key string) (*redis.Client, error) 
 // Run runs script with keys and args on the master of keys[0], followed by
 // WAIT <replicas> <timeout> in the same pipeline on the same connection,
 // where replicas is the master's connected replica count (cached, see
-// WithRefresh; WAIT is left out when it is 0). It returns the script's
+// WithRefresh; with none, the script alone is sent, without a pipeline).
+// It returns the script's
 // reply, which the caller reads as with Script.Run, and what WAIT
 // reported.
 //
@@ -200,9 +201,18 @@ func (s *Syncer) Run(ctx context.Context, script *redis.Script, keys []string, a
 		return nil, Result{}, err
 	}
 
-	cmd, wait, err := s.pipeline(ctx, m, n, script, true, keys, args)
-	if err != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-		cmd, wait, err = s.pipeline(ctx, m, n, script, false, keys, args)
+	var cmd *redis.Cmd
+	var wait *redis.IntCmd
+	if n == 0 {
+		// Nothing to wait for: a plain call (EVALSHA, EVAL on NOSCRIPT),
+		// cheaper in the client than a pipeline.
+		cmd = script.Run(ctx, m, keys, args...)
+		err = cmd.Err()
+	} else {
+		cmd, wait, err = s.pipeline(ctx, m, n, script, true, keys, args)
+		if err != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+			cmd, wait, err = s.pipeline(ctx, m, n, script, false, keys, args)
+		}
 	}
 	var rerr redis.Error
 	if err != nil && s.cluster != nil && !errors.As(err, &rerr) {

@@ -1,0 +1,64 @@
+-- Prelude of every acquire and release script (prepended when loaded):
+-- the hold-count logic that the reentrant and fair locks share. The client
+-- serialises one owner's operations on one lock and sends the hold count it
+-- last saw, so a command re-sent after a lost reply is recognised by the
+-- stored count: one more than sent (an acquire that ran), one less (a
+-- release that ran).
+
+-- fencing_token returns the holding period's fencing token from counter:
+-- a new one on a grant, the current one on a re-entry; 0 when on is not
+-- "1" (the counter is then untouched).
+local function fencing_token(counter, on, grant)
+  if on ~= '1' then
+    return 0
+  end
+  if grant then
+    return redis.call('INCR', counter)
+  end
+  return tonumber(redis.call('GET', counter) or '0') or 0
+end
+
+-- holds_of returns owner's hold count on hash (0 if none).
+local function holds_of(hash, owner)
+  return tonumber(redis.call('HGET', hash, owner) or '0') or 0
+end
+
+-- reenter adds one hold for owner, who holds held > 0, unless this request
+-- already did, resets the lease, and returns the hold count.
+local function reenter(hash, owner, held, sent, lease)
+  if held ~= tonumber(sent) + 1 then
+    held = redis.call('HINCRBY', hash, owner, 1)
+  end
+  redis.call('PEXPIRE', hash, lease)
+  return held
+end
+
+-- grant takes a free lock for owner with one hold.
+local function grant(hash, owner, lease)
+  redis.call('HSET', hash, owner, 1)
+  redis.call('PEXPIRE', hash, lease)
+end
+
+-- release drops one hold of owner, unless this request already did. It
+-- returns the holds left (restoring the lease while some remain); 0 when
+-- that was the last hold, the caller then deletes the lock, wakes a waiter
+-- and sets the latch; -1 when the owner holds nothing, or -2 when this
+-- request's last release already ran (its latch is set).
+local function release(hash, owner, sent, lease, latch)
+  local held = holds_of(hash, owner)
+  if held <= 0 then
+    if redis.call('EXISTS', latch) == 1 then
+      return -2
+    end
+    return -1
+  end
+  if held == tonumber(sent) - 1 then
+    -- this request's decrement already ran
+  elseif held > 1 then
+    held = redis.call('HINCRBY', hash, owner, -1)
+  else
+    return 0
+  end
+  redis.call('PEXPIRE', hash, lease)
+  return held
+end
