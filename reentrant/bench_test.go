@@ -54,23 +54,34 @@ func BenchmarkUncontended(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer c.Close()
-		b.Run("rlock", func(b *testing.B) {
-			l, _ := reentrant.New(c, redistest.Name(b))
-			if err := l.Lock(ctx); err != nil { // load scripts
-				b.Fatal(err)
-			}
-			_ = l.Unlock(ctx)
-			hook.n.Store(0)
-			for b.Loop() {
-				if err := l.Lock(ctx); err != nil {
+		// rlock with a context that cannot end, and with one that can (a
+		// request's): then each attempt runs in a goroutine, so that Lock
+		// can return the moment the context ends.
+		cancellable, cancel := context.WithCancel(ctx)
+		defer cancel()
+		for _, v := range []struct {
+			name string
+			ctx  context.Context
+		}{{"rlock", ctx}, {"rlock-cancellable-ctx", cancellable}} {
+			b.Run(v.name, func(b *testing.B) {
+				ctx := v.ctx
+				l, _ := reentrant.New(c, redistest.Name(b))
+				if err := l.Lock(ctx); err != nil { // load scripts
 					b.Fatal(err)
 				}
-				if err := l.Unlock(ctx); err != nil {
-					b.Fatal(err)
+				_ = l.Unlock(ctx)
+				hook.n.Store(0)
+				for b.Loop() {
+					if err := l.Lock(ctx); err != nil {
+						b.Fatal(err)
+					}
+					if err := l.Unlock(ctx); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-			b.ReportMetric(float64(hook.n.Load())/float64(b.N), "roundtrips/op")
-		})
+				b.ReportMetric(float64(hook.n.Load())/float64(b.N), "roundtrips/op")
+			})
+		}
 		b.Run("floor", func(b *testing.B) {
 			key := redistest.Name(b)
 			_ = floorUnlock.Load(ctx, rdb)
