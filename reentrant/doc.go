@@ -54,4 +54,17 @@
 // saw; the scripts recognise a re-sent acquire or release by it, and a
 // last release leaves a short-lived latch keyed by its request ID. A
 // re-sent operation therefore changes the hold count once.
+//
+// # Fencing and replica sync
+//
+// WithFencing makes each grant from free to held draw a strictly larger
+// fencing token (Token), for stores that can refuse stale writers. Replica
+// sync (WithReplicaSync, on by default where the go-redis client allows
+// it) pipelines WAIT with every acquisition on the lock's master and undoes
+// an acquisition that no connected replica acknowledged, so a failover
+// cannot silently hand the lock to a second owner; TryLock then reports
+// rlock.ErrNotReplicated and Lock tries again.
+//
+// The same Client serves the fair lock (package fair); package multilock
+// and package redlock combine locks of any kind.
 package reentrant
