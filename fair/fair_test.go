@@ -36,7 +36,7 @@ func clientOn(t *testing.T, rdb rlock.Redis, opts ...reentrant.ClientOption) *re
 
 func newClient(t *testing.T, b *redistest.Backend, opts ...reentrant.ClientOption) *reentrant.Client {
 	t.Helper()
-	return clientOn(t, b.NewClient(t), opts...)
+	return clientOn(t, b.Universal(t), opts...)
 }
 
 func newLock(t *testing.T, c *reentrant.Client, name string, opts ...fair.Option) *fair.Lock {
@@ -81,7 +81,7 @@ func lockAsync(ctx context.Context, l *fair.Lock) <-chan error {
 // TestFIFOAcrossClients: 50 waiters that queue in a known order, on four
 // clients, are granted the lock in exactly that order.
 func TestFIFOAcrossClients(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+	redistest.EachWithCluster(t, func(t *testing.T, b *redistest.Backend) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		name := redistest.Name(t)
@@ -161,7 +161,7 @@ func TestReleaseWakesOnlyTheHead(t *testing.T) {
 }
 
 func TestTryLockNeverQueues(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+	redistest.EachWithCluster(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		name := redistest.Name(t)
 		holder := newLock(t, newClient(t, b), name)
@@ -237,7 +237,7 @@ func TestHeadLeavingWakesNext(t *testing.T) {
 		holder := newLock(t, newClient(t, b), name)
 		require.NoError(t, holder.Lock(ctx))
 		// A long queue timeout: only a wake-up can grant z in time.
-		rdb := b.NewClient(t)
+		rdb := b.Universal(t)
 		calls := &redistest.ScriptCalls{}
 		rdb.AddHook(calls)
 		c := clientOn(t, rdb, reentrant.WithMaxPoll(time.Minute))
@@ -255,7 +255,7 @@ func TestHeadLeavingWakesNext(t *testing.T) {
 		require.Eventually(t, func() bool { return calls.N() == 4 }, 10*time.Second, time.Millisecond)
 
 		// Free the lock without waking anyone (as an expiry would).
-		require.NoError(t, b.NewClient(t).Del(ctx, name).Err())
+		require.NoError(t, b.Universal(t).Del(ctx, name).Err())
 		cancel()
 		require.ErrorIs(t, <-aDone, context.Canceled)
 		require.NoError(t, <-zDone)
@@ -266,7 +266,7 @@ func TestHeadLeavingWakesNext(t *testing.T) {
 // TestLeaseExpiryGrantsHead: expiry publishes nothing; the head waiter
 // retries when the TTL it saw has passed.
 func TestLeaseExpiryGrantsHead(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+	redistest.EachWithCluster(t, func(t *testing.T, b *redistest.Backend) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		name := redistest.Name(t)
@@ -280,7 +280,7 @@ func TestLeaseExpiryGrantsHead(t *testing.T) {
 }
 
 func TestReentryAndNonOwner(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+	redistest.EachWithCluster(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		name := redistest.Name(t)
 		c := newClient(t, b)
@@ -320,7 +320,7 @@ func TestReentryAndNonOwner(t *testing.T) {
 // TestWatchdogKeepsFairLock: in watchdog mode the lock outlives many
 // leases while held, and its loss is reported.
 func TestWatchdogKeepsFairLock(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+	redistest.EachWithCluster(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		name := redistest.Name(t)
 		const lease = 150 * time.Millisecond
@@ -476,7 +476,7 @@ func TestCrashedWaiterIsPruned(t *testing.T) {
 // timeout keep their places, because they renew them (Redisson's fair
 // lock drops them as dead).
 func TestLiveWaiterKeepsPlace(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+	redistest.EachWithCluster(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		name := redistest.Name(t)
 		const timeout = 60 * time.Millisecond

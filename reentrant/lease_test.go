@@ -16,7 +16,7 @@ import (
 // lock from watchdog renewal to a fixed lease and back (what MultiLock
 // does with its members once all are taken).
 func TestSetLeaseSwitchesBetweenWatchdogAndExplicit(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+	redistest.EachWithCluster(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		c := newClient(t, b, shortWatchdog(300*time.Millisecond))
 		l := newLock(t, c, redistest.Name(t))
@@ -56,7 +56,7 @@ func TestSetLeaseSwitchesBetweenWatchdogAndExplicit(t *testing.T) {
 }
 
 func TestLeasePerAcquisition(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+	redistest.EachWithCluster(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		c := newClient(t, b, shortWatchdog(300*time.Millisecond))
 		l := newLock(t, c, redistest.Name(t), reentrant.WithLease(time.Minute))
@@ -84,7 +84,7 @@ func TestLeasePerAcquisition(t *testing.T) {
 // TestFencingTokens: every grant from free to held draws a larger token,
 // on any client; re-entry keeps it.
 func TestFencingTokens(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+	redistest.EachWithCluster(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		name := redistest.Name(t)
 		a := newLock(t, newClient(t, b), name, reentrant.WithFencing())
@@ -112,7 +112,7 @@ func TestFencingTokens(t *testing.T) {
 		require.NoError(t, plain.Lock(ctx))
 		require.Zero(t, plain.Token())
 		require.NoError(t, plain.Unlock(ctx))
-		n, err := b.NewClient(t).Exists(ctx, rlock.DerivedKey(rlock.TokenPrefix, plain.Name())).Result()
+		n, err := b.Universal(t).Exists(ctx, rlock.DerivedKey(rlock.TokenPrefix, plain.Name())).Result()
 		require.NoError(t, err)
 		require.Zero(t, n)
 	})

@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 // newClient returns an rlock client on a fresh go-redis client of b.
 func newClient(t *testing.T, b *redistest.Backend, opts ...reentrant.ClientOption) *reentrant.Client {
 	t.Helper()
-	return clientOn(t, b.NewClient(t), opts...)
+	return clientOn(t, b.Universal(t), opts...)
 }
 
 func clientOn(t *testing.T, rdb rlock.Redis, opts ...reentrant.ClientOption) *reentrant.Client {
@@ -69,7 +69,7 @@ func holdCount(t *testing.T, rdb *redis.Client, name, field string) int {
 }
 
 func TestExclusionBetweenHandles(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+	redistest.EachWithCluster(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		c := newClient(t, b)
 		name := redistest.Name(t)
@@ -92,7 +92,7 @@ func TestExclusionBetweenHandles(t *testing.T) {
 }
 
 func TestExclusionBetweenClients(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+	redistest.EachWithCluster(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		name := redistest.Name(t)
 		a := newLock(t, newClient(t, b), name)
@@ -213,7 +213,7 @@ func TestUnlockByNonOwnerChangesNothing(t *testing.T) {
 }
 
 func TestExplicitOwnerReenters(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+	redistest.EachWithCluster(t, func(t *testing.T, b *redistest.Backend) {
 		c := newClient(t, b)
 		name := redistest.Name(t)
 		ctx := rlock.WithOwner(context.Background(), "job-17")
@@ -233,7 +233,7 @@ func TestExplicitOwnerReenters(t *testing.T) {
 }
 
 func TestLeaseExpiryWakesWaiter(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+	redistest.EachWithCluster(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		name := redistest.Name(t)
 		const lease = 300 * time.Millisecond
@@ -258,7 +258,7 @@ func TestLeaseExpiryWakesWaiter(t *testing.T) {
 }
 
 func TestWatchdogKeepsLockAlive(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+	redistest.EachWithCluster(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		const lease = 300 * time.Millisecond
 		c := newClient(t, b, shortWatchdog(lease))
@@ -365,7 +365,7 @@ func TestCrashedHolderReleasesWithinLease(t *testing.T) {
 }
 
 func TestForceUnlockWakesWaiter(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+	redistest.EachWithCluster(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		name := redistest.Name(t)
 		const lease = 400 * time.Millisecond
@@ -404,7 +404,7 @@ func TestForceUnlockWakesWaiter(t *testing.T) {
 }
 
 func TestWaiterDeadline(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+	redistest.EachWithCluster(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		name := redistest.Name(t)
 		c := newClient(t, b)
@@ -469,7 +469,7 @@ func TestGrantAfterDeadlineIsReleased(t *testing.T) {
 }
 
 func TestHammerMutualExclusion(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+	redistest.EachWithCluster(t, func(t *testing.T, b *redistest.Backend) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		name := redistest.Name(t)

@@ -23,14 +23,20 @@ const (
 // Backend is one Redis server a behaviour test runs against: an embedded
 // miniredis or a real redis-server. Each test gets a fresh one.
 type Backend struct {
-	// Name is "miniredis" or "redis".
+	// Name is "miniredis", "redis" or "cluster".
 	Name string
 	// Addr is the host:port the clients dial.
 	Addr string
 	// NewClient returns a go-redis client for the backend, closed in
 	// t.Cleanup. Its options are go-redis defaults with Addr set; opts may
 	// change any of them.
+	// It is nil for the cluster backend: use Universal there.
 	NewClient func(t testing.TB, opts ...func(*redis.Options)) *redis.Client
+	// Universal returns a go-redis client for any backend (a
+	// *redis.ClusterClient for the cluster), closed in t.Cleanup.
+	Universal func(t testing.TB) redis.UniversalClient
+	// Cluster is the cluster of the cluster backend, nil otherwise.
+	Cluster *Cluster
 	// Mini is the server of the miniredis backend, nil otherwise.
 	Mini *miniredis.Miniredis
 	// Real is the server of the real backend, nil otherwise.
@@ -48,6 +54,28 @@ func (b *Backend) IsMini() bool { return b.Mini != nil }
 
 // IsReal reports whether b is the real redis-server backend.
 func (b *Backend) IsReal() bool { return b.Real != nil }
+
+// ClusterName is the Name of the Redis Cluster backend.
+const ClusterName = "cluster"
+
+// EachWithCluster is Each plus a third subtest, "cluster": the test binary's
+// shared 3-master, 3-replica Redis Cluster (see SharedCluster; the package's
+// TestMain must use StopSharedAfter), reached through a *redis.ClusterClient.
+// Use it for behaviour tests that reach Redis only through b.Universal and
+// the lock API (the cluster backend has no NewClient, Addr or Restart, and
+// other tests share its data: use unique names).
+func EachWithCluster(t *testing.T, fn func(t *testing.T, b *Backend)) {
+	t.Helper()
+	Each(t, fn)
+	t.Run(ClusterName, func(t *testing.T) {
+		c := SharedCluster(t)
+		fn(t, &Backend{
+			Name:      ClusterName,
+			Cluster:   c,
+			Universal: func(t testing.TB) redis.UniversalClient { return c.NewClient(t) },
+		})
+	})
+}
 
 // Each runs fn twice, as the subtests "miniredis" and "redis", each with a
 // fresh backend of its own. The "redis" subtest is skipped when redis-server
@@ -77,6 +105,10 @@ func Mini(t testing.TB) *Backend {
 			t.Helper()
 			return newClient(t, addr, opts)
 		},
+		Universal: func(t testing.TB) redis.UniversalClient {
+			t.Helper()
+			return newClient(t, addr, nil)
+		},
 		Mini: m,
 		Restart: func(t testing.TB) {
 			t.Helper()
@@ -94,6 +126,7 @@ func Real(t testing.TB) *Backend {
 		Name:      RealName,
 		Addr:      s.Addr(),
 		NewClient: s.NewClient,
+		Universal: func(t testing.TB) redis.UniversalClient { return s.NewClient(t) },
 		Real:      s,
 		Restart: func(t testing.TB) {
 			t.Helper()
