@@ -11,15 +11,19 @@
 --          {0, pttl}          held by another owner; pttl as PTTL reports it
 --          {-1, 0}            the owner's holds are gone (ARGV[3] > 0 but no
 --                             field): lost, never passed off as a re-entry
-local held = holds_of(KEYS[1], ARGV[2])
-if held == 0 and tonumber(ARGV[3]) > 0 then
-  return {-1, 0}
-end
+local believed = tonumber(ARGV[3]) > 0
 if redis.call('EXISTS', KEYS[1]) == 0 then
+  if believed then
+    return {-1, 0}
+  end
   grant(KEYS[1], ARGV[2], ARGV[1])
   return {1, 1, fencing_token(KEYS[2], ARGV[4], true)}
 end
+local held = holds_of(KEYS[1], ARGV[2])
 if held > 0 then
   return {1, reenter(KEYS[1], ARGV[2], held, ARGV[3], ARGV[1]), fencing_token(KEYS[2], ARGV[4], false)}
+end
+if believed then
+  return {-1, 0}
 end
 return {0, redis.call('PTTL', KEYS[1])}

@@ -516,12 +516,11 @@ func (l *Lock) releaseLocked(ctx context.Context, h *hold) error {
 		lease = l.c.wd.LeaseDuration()
 	}
 	var cmd *redis.Cmd
+	keys := l.releaseKeys()
 	if l.cfg.Kind == Fair {
-		keys := []string{l.keys[0], l.keys[1], l.keys[2], l.latchKey()}
 		cmd = l.c.run(context.WithoutCancel(ctx), scripts.FairUnlock, keys,
 			lease.Milliseconds(), h.key.field, h.count, rlock.UnlockMessage, l.c.replay.Milliseconds(), l.channel)
 	} else {
-		keys := []string{l.name, l.channel, l.latchKey()}
 		cmd = l.c.run(context.WithoutCancel(ctx), scripts.Unlock, keys,
 			lease.Milliseconds(), h.key.field, h.count, rlock.UnlockMessage, l.c.replay.Milliseconds())
 	}
@@ -554,6 +553,16 @@ func (l *Lock) releaseLocked(ctx context.Context, h *hold) error {
 	}
 }
 
+// releaseKeys returns the KEYS of a release or force unlock, with a fresh
+// latch key: the hash, queue, deadlines and latch of a fair lock; the
+// hash, channel and latch of a reentrant one.
+func (l *Lock) releaseKeys() []string {
+	if l.cfg.Kind == Fair {
+		return []string{l.keys[0], l.keys[1], l.keys[2], l.latchKey()}
+	}
+	return []string{l.name, l.channel, l.latchKey()}
+}
+
 // latchKey returns a fresh request's latch key, in the lock's hash slot.
 func (l *Lock) latchKey() string {
 	return rlock.DerivedKey(rlock.LatchPrefix, l.name) + ":" + l.c.requestID()
@@ -577,12 +586,11 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, rlock.ErrClosed
 	}
 	var cmd *redis.Cmd
+	keys := l.releaseKeys()
 	if l.cfg.Kind == Fair {
-		keys := []string{l.keys[0], l.keys[1], l.keys[2], l.latchKey()}
 		cmd = l.c.run(context.WithoutCancel(ctx), scripts.FairForceUnlock, keys,
 			rlock.UnlockMessage, l.c.replay.Milliseconds(), l.channel)
 	} else {
-		keys := []string{l.name, l.channel, l.latchKey()}
 		cmd = l.c.run(context.WithoutCancel(ctx), scripts.ForceUnlock, keys,
 			rlock.UnlockMessage, l.c.replay.Milliseconds())
 	}
