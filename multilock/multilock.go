@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/core"
 )
 
 // MultiLock holds several locks as one: it is held when every member is
@@ -75,7 +76,7 @@ func New(locks []rlock.Locker, opts ...Option) (*MultiLock, error) {
 		return nil, fmt.Errorf("%w: a MultiLock needs at least one lock", rlock.ErrInvalidArgument)
 	}
 	for i, l := range locks {
-		if isNil(l) {
+		if core.IsNil(l) {
 			return nil, fmt.Errorf("%w: lock %d is nil", rlock.ErrInvalidArgument, i)
 		}
 	}
@@ -94,18 +95,6 @@ func New(locks []rlock.Locker, opts ...Option) (*MultiLock, error) {
 		}
 	}
 	return m, nil
-}
-
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
-		return rv.IsNil()
-	}
-	return false
 }
 
 // Name returns the members' names joined by ",".

@@ -449,17 +449,16 @@ func (l *Lock) SetLease(ctx context.Context, lease time.Duration) error {
 	if err := CheckLease(lease); err != nil {
 		return err
 	}
-	if l.c.closed.Load() {
-		return rlock.ErrClosed
-	}
-	field, err := l.Owner(ctx)
+	h, err := l.lockHold(ctx)
 	if err != nil {
 		return err
 	}
-	h := l.c.holdFor(l.name, field)
-	defer l.c.putHold(h)
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	defer l.unlockHold(h)
+	return l.setLeaseLocked(ctx, h, lease)
+}
+
+// setLeaseLocked is SetLease for h; h.mu must be held.
+func (l *Lock) setLeaseLocked(ctx context.Context, h *hold, lease time.Duration) error {
 	if h.count == 0 {
 		return fmt.Errorf("%w: %q", rlock.ErrNotHeld, l.name)
 	}
@@ -469,7 +468,7 @@ func (l *Lock) SetLease(ctx context.Context, lease time.Duration) error {
 	}
 	sent := time.Now()
 	res, err := l.c.run(context.WithoutCancel(ctx), scripts.Renew, []string{l.name},
-		ttl.Milliseconds(), field).Int64Slice()
+		ttl.Milliseconds(), h.key.field).Int64Slice()
 	if err == nil && len(res) != 1 {
 		err = fmt.Errorf("%w: renew script replied %v", rlock.ErrUnexpectedReply, res)
 	}
@@ -495,18 +494,33 @@ func (l *Lock) SetLease(ctx context.Context, lease time.Duration) error {
 
 // Unlock releases one hold of the caller's owner.
 func (l *Lock) Unlock(ctx context.Context) error {
-	if l.c.closed.Load() {
-		return rlock.ErrClosed
-	}
-	field, err := l.Owner(ctx)
+	h, err := l.lockHold(ctx)
 	if err != nil {
 		return err
 	}
-	h := l.c.holdFor(l.name, field)
-	defer l.c.putHold(h)
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	defer l.unlockHold(h)
 	return l.releaseLocked(ctx, h)
+}
+
+// lockHold returns the caller's owner's hold with its mutex held; the
+// caller ends with unlockHold.
+func (l *Lock) lockHold(ctx context.Context) (*hold, error) {
+	if l.c.closed.Load() {
+		return nil, rlock.ErrClosed
+	}
+	field, err := l.Owner(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h := l.c.holdFor(l.name, field)
+	h.mu.Lock()
+	return h, nil
+}
+
+// unlockHold ends a lockHold.
+func (l *Lock) unlockHold(h *hold) {
+	h.mu.Unlock()
+	l.c.putHold(h)
 }
 
 // releaseLocked releases one hold; h.mu must be held.
