@@ -17,6 +17,7 @@ import (
 
 	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/fair"
+	"github.com/rlock-go/rlock/internal/core"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/reentrant"
 	"github.com/rlock-go/rlock/watchdog"
@@ -224,6 +225,55 @@ func TestCancelledWaiterLeavesQueue(t *testing.T) {
 			n, err := rdb.DBSize(ctx).Result()
 			return err == nil && n == 0
 		}, 5*time.Second, 5*time.Millisecond, "no key left behind")
+	})
+}
+
+// Regression (TestLateGrantIsNeverLeaked in reentrant): the head of the
+// queue is granted the lock, in time by its deadline check, but its ctx
+// ends before Lock takes the result. The grant is released and the next
+// waiter gets the lock; nothing is kept for an owner whose Lock failed.
+func TestLateGrantToHeadGoesToNext(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		holder := newLock(t, newClient(t, b), name)
+		require.NoError(t, holder.Lock(ctx))
+		c := newClient(t, b)
+		a, z := newLock(t, c, name), newLock(t, c, name)
+		actx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		aReturned := make(chan struct{})
+		restore := core.SetTestHookGranted(func(gctx context.Context) {
+			if gctx != actx {
+				return
+			}
+			cancel()
+			select {
+			case <-aReturned:
+			case <-time.After(10 * time.Second):
+				t.Error("Lock did not return when its ctx ended")
+			}
+		})
+		defer restore()
+		aDone := lockAsync(actx, a)
+		waitQueued(t, holder, 1)
+		zDone := lockAsync(ctx, z)
+		waitQueued(t, holder, 2)
+
+		require.NoError(t, holder.Unlock(ctx))
+		err := <-aDone
+		close(aReturned)
+		require.ErrorIs(t, err, context.Canceled)
+		select {
+		case err := <-zDone:
+			require.NoError(t, err)
+		case <-time.After(20 * time.Second):
+			t.Fatal("the next waiter never got the lock: the late grant was kept")
+		}
+		held, err := a.IsHeld(ctx)
+		require.NoError(t, err)
+		require.False(t, held)
+		require.NoError(t, z.Unlock(ctx))
 	})
 }
 

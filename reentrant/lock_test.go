@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/core"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/reentrant"
 	"github.com/rlock-go/rlock/watchdog"
@@ -465,6 +466,53 @@ func TestGrantAfterDeadlineIsReleased(t *testing.T) {
 		locked, err := l.IsLocked(ctx)
 		require.NoError(t, err)
 		require.False(t, locked, "a grant after the deadline is released")
+	})
+}
+
+// Regression: a grant that was in time when its attempt checked the
+// deadline, but whose ctx ended before the waiting caller took the result,
+// was kept by the owner while Lock returned ctx's error. The watchdog then
+// renewed that hold forever and every other caller waited for good (seen as
+// a MultiLock test hanging in CI).
+func TestLateGrantIsNeverLeaked(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		name := redistest.Name(t)
+		c := newClient(t, b)
+		l := newLock(t, c, name)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		returned := make(chan struct{})
+		restore := core.SetTestHookGranted(func(actx context.Context) {
+			if actx != ctx {
+				return
+			}
+			// The grant passed its deadline check; now ctx ends, and the
+			// caller gives up before the result is handed over.
+			cancel()
+			select {
+			case <-returned:
+			case <-time.After(10 * time.Second):
+				t.Error("Lock did not return when its ctx ended")
+			}
+		})
+		defer restore()
+		err := l.Lock(ctx)
+		close(returned)
+		require.ErrorIs(t, err, context.Canceled)
+
+		// The grant is released in the background, so another owner gets
+		// the lock, and this owner holds nothing.
+		other := newLock(t, c, name)
+		require.Eventually(t, func() bool {
+			return other.TryLock(context.Background()) == nil
+		}, 5*time.Second, 5*time.Millisecond, "the late grant was kept")
+		require.NoError(t, other.Unlock(context.Background()))
+		n, err := l.HoldCount(context.Background())
+		require.NoError(t, err)
+		require.Zero(t, n)
+		held, err := l.IsHeld(context.Background())
+		require.NoError(t, err)
+		require.False(t, held)
 	})
 }
 

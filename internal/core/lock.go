@@ -302,20 +302,24 @@ const acquired time.Duration = -1 << 63
 //
 // An attempt is never abandoned, since its outcome must be known: when ctx
 // ends first, attempt returns ctx's error at once and the attempt finishes
-// in the background, releasing the hold again if it was granted.
+// in the background, releasing the hold again if it was granted. The
+// caller and the background attempt agree through one state word on which
+// of the two happened, so a grant is never both kept and reported as
+// ctx's error (regression: TestLateGrantIsNeverLeaked).
 func (l *Lock) attempt(ctx context.Context, h *hold, lease time.Duration, join bool) (time.Duration, error) {
 	if ctx.Done() == nil { // cannot end: no need for a goroutine
-		return l.attemptLocked(ctx, h, lease, join)
+		return l.attemptLocked(ctx, h, lease, join, nil)
 	}
 	type result struct {
 		ttl time.Duration
 		err error
 	}
 	done := make(chan result, 1)
+	var state atomic.Int32 // attemptPending, attemptClaimed or attemptAbandoned
 	l.c.retain(h)
 	run := func() {
 		defer l.c.putHold(h)
-		ttl, err := l.attemptLocked(ctx, h, lease, join)
+		ttl, err := l.attemptLocked(ctx, h, lease, join, &state)
 		done <- result{ttl, err}
 	}
 	if !l.c.goBackground(run) {
@@ -326,13 +330,41 @@ func (l *Lock) attempt(ctx context.Context, h *hold, lease time.Duration, join b
 	case r := <-done:
 		return r.ttl, r.err
 	case <-ctx.Done():
-		return 0, l.ctxErr(ctx)
+		if state.CompareAndSwap(attemptPending, attemptAbandoned) {
+			return 0, l.ctxErr(ctx)
+		}
+		// The attempt claimed a grant before ctx ended: the owner holds
+		// the lock, and the result is on its way.
+		r := <-done
+		return r.ttl, r.err
 	}
 }
 
+// testHookGranted, when set, runs after a grant was found to be in time
+// and before the caller is asked to take it: tests use it to end ctx in
+// that window.
+var testHookGranted atomic.Pointer[func(context.Context)]
+
+// SetTestHookGranted installs f as the hook that runs between an
+// acquisition's deadline check and its hand-over to the caller, and
+// returns a function that removes it. For tests only.
+func SetTestHookGranted(f func(context.Context)) (restore func()) {
+	testHookGranted.Store(&f)
+	return func() { testHookGranted.Store(nil) }
+}
+
+// States of an attempt that runs in the background (see attempt).
+const (
+	attemptPending   int32 = iota // the caller waits for the result
+	attemptClaimed                // the attempt got the lock and the caller takes it
+	attemptAbandoned              // the caller left with ctx's error
+)
+
 // attemptLocked is attempt, run to the end whatever ctx does. A hold
-// granted after ctx ended is released again and ctx's error returned.
-func (l *Lock) attemptLocked(ctx context.Context, h *hold, lease time.Duration, join bool) (time.Duration, error) {
+// granted after ctx ended, or after the caller stopped waiting for it
+// (state, when the attempt runs in the background), is released again and
+// ctx's error returned.
+func (l *Lock) attemptLocked(ctx context.Context, h *hold, lease time.Duration, join bool, state *atomic.Int32) (time.Duration, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if ctx.Err() != nil {
@@ -409,7 +441,17 @@ func (l *Lock) attemptLocked(ctx context.Context, h *hold, lease time.Duration, 
 	}
 	l.last.Store(ep)
 
-	if ctx.Err() != nil {
+	// The grant stands only if ctx is still alive and the caller still
+	// waits; checking ctx first keeps a synchronous caller's contract ("a
+	// Lock whose ctx ended holds no more than before") too.
+	keep := ctx.Err() == nil
+	if hook := testHookGranted.Load(); keep && hook != nil {
+		(*hook)(ctx)
+	}
+	if keep && state != nil {
+		keep = state.CompareAndSwap(attemptPending, attemptClaimed)
+	}
+	if !keep {
 		if err := l.releaseLocked(ctx, h); err != nil {
 			return 0, fmt.Errorf("%w (and releasing the hold obtained after it: %w)", l.ctxErr(ctx), err)
 		}
