@@ -131,6 +131,7 @@ func singleNodeContenders() []contender {
 		{name: "floor", config: "SET NX PX + compare-and-delete, retry 1 ms", single: true, nodes: 1, open: openFloor},
 		{name: "rlock", config: "reentrant", single: true, fair: true, nodes: 1, open: openRlock},
 		{name: "rlock", config: "fair", single: true, fair: true, open: openRlockFair},
+		{name: "rlock", config: "reentrant, WithAutoPipeline", single: true, open: openRlockAutoPipeline},
 		{name: "redsync", config: "defaults: 32 tries, 50-250 ms", single: true, nodes: 5, open: openRedsync(nil)},
 		{name: "redsync", config: "retry 1 ms, unlimited tries", single: true, open: openRedsync([]redsync.Option{
 			redsync.WithRetryDelay(fastRetry), redsync.WithTries(math.MaxInt32),
@@ -239,6 +240,12 @@ type rlockProcess struct {
 
 func openRlock(_ context.Context, addrs []string, st *runStats) (process, error) {
 	return openRlockWith(addrs[0], st)
+}
+
+// openRlockAutoPipeline sends the scripts through go-redis's
+// auto-pipeliner (reentrant.WithAutoPipeline).
+func openRlockAutoPipeline(_ context.Context, addrs []string, st *runStats) (process, error) {
+	return openRlockWith(addrs[0], st, reentrant.WithAutoPipeline())
 }
 
 func openRlockWith(addr string, st *runStats, opts ...reentrant.ClientOption) (*rlockProcess, error) {

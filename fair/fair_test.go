@@ -80,41 +80,51 @@ func lockAsync(ctx context.Context, l *fair.Lock) <-chan error {
 }
 
 // TestFIFOAcrossClients: 50 waiters that queue in a known order, on four
-// clients, are granted the lock in exactly that order.
+// clients, are granted the lock in exactly that order; also when the
+// clients send their scripts through go-redis's auto-pipeliner.
 func TestFIFOAcrossClients(t *testing.T) {
 	redistest.EachWithCluster(t, func(t *testing.T, b *redistest.Backend) {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		name := redistest.Name(t)
-		holder := newLock(t, newClient(t, b), name)
-		require.NoError(t, holder.Lock(ctx))
-
-		clients := make([]*reentrant.Client, 4)
-		for i := range clients {
-			clients[i] = newClient(t, b)
+		for _, v := range []struct {
+			name string
+			opts []reentrant.ClientOption
+		}{{"plain", nil}, {"auto-pipeline", []reentrant.ClientOption{reentrant.WithAutoPipeline()}}} {
+			t.Run(v.name, func(t *testing.T) { testFIFOAcrossClients(t, b, v.opts...) })
 		}
-		const n = 50
-		order := make(chan int, n)
-		errs := make(chan error, n)
-		for i := range n {
-			l := newLock(t, clients[i%len(clients)], name)
-			go func() {
-				if err := l.Lock(ctx); err != nil {
-					errs <- err
-					return
-				}
-				order <- i
-				errs <- l.Unlock(ctx)
-			}()
-			waitQueued(t, holder, i+1)
-		}
-		require.NoError(t, holder.Unlock(ctx))
-		for i := range n {
-			require.NoError(t, <-errs)
-			require.Equal(t, i, <-order, "grant %d", i)
-		}
-		require.Empty(t, queue(t, holder))
 	})
+}
+
+func testFIFOAcrossClients(t *testing.T, b *redistest.Backend, opts ...reentrant.ClientOption) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	name := redistest.Name(t)
+	holder := newLock(t, newClient(t, b), name)
+	require.NoError(t, holder.Lock(ctx))
+
+	clients := make([]*reentrant.Client, 4)
+	for i := range clients {
+		clients[i] = newClient(t, b, opts...)
+	}
+	const n = 50
+	order := make(chan int, n)
+	errs := make(chan error, n)
+	for i := range n {
+		l := newLock(t, clients[i%len(clients)], name)
+		go func() {
+			if err := l.Lock(ctx); err != nil {
+				errs <- err
+				return
+			}
+			order <- i
+			errs <- l.Unlock(ctx)
+		}()
+		waitQueued(t, holder, i+1)
+	}
+	require.NoError(t, holder.Unlock(ctx))
+	for i := range n {
+		require.NoError(t, <-errs)
+		require.Equal(t, i, <-order, "grant %d", i)
+	}
+	require.Empty(t, queue(t, holder))
 }
 
 // TestReleaseWakesOnlyTheHead: each release publishes one message, on the

@@ -30,9 +30,10 @@ type Client struct {
 	id       string
 	hub      *waiters.Hub
 	wd       *watchdog.Scheduler
-	sync     *replsync.Syncer // nil: no replica sync
-	replay   time.Duration    // lifetime of release latches
-	maxPoll  time.Duration    // longest wait between attempts on a lock without expiry
+	sync     *replsync.Syncer               // nil: no replica sync
+	scripter func() (redis.Scripter, error) // where scripts go: rdb or its auto-pipeliner
+	replay   time.Duration                  // lifetime of release latches
+	maxPoll  time.Duration                  // longest wait between attempts on a lock without expiry
 	closing  chan struct{}
 	closed   atomic.Bool
 	handles  atomic.Uint64 // default owner IDs
@@ -62,6 +63,8 @@ type Config struct {
 	ReplicaSync time.Duration
 	// NoReplicaSync turns replica sync off.
 	NoReplicaSync bool
+	// AutoPipeline sends scripts through rdb's go-redis auto-pipeliner.
+	AutoPipeline bool
 }
 
 // NewClient returns a client that runs its locks through rdb. It does no
@@ -86,13 +89,28 @@ func NewClient(rdb rlock.Redis, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	scripter := func() (redis.Scripter, error) { return rdb, nil }
+	if cfg.AutoPipeline {
+		if _, ok := rdb.(interface {
+			AutoPipeline() (*redis.AutoPipeliner, error)
+		}); !ok {
+			return nil, fmt.Errorf("%w: auto-pipelining needs a go-redis Client, ClusterClient or Ring, not %T", rlock.ErrInvalidArgument, rdb)
+		}
+		// Created on first use (go-redis starts its goroutines then) and
+		// kept by rdb.
+		scripter = sync.OnceValues(func() (redis.Scripter, error) { return replsync.AutoPipeliner(rdb) })
+	}
 	var sync *replsync.Syncer
 	if !cfg.NoReplicaSync {
 		explicit := cfg.ReplicaSync > 0
 		if !explicit {
 			cfg.ReplicaSync = replsync.DefaultTimeout
 		}
-		sync, err = replsync.New(rdb, replsync.WithTimeout(cfg.ReplicaSync))
+		opts := []replsync.Option{replsync.WithTimeout(cfg.ReplicaSync)}
+		if cfg.AutoPipeline {
+			opts = append(opts, replsync.WithAutoPipeline())
+		}
+		sync, err = replsync.New(rdb, opts...)
 		switch {
 		case errors.Is(err, replsync.ErrUnsupportedClient) && !explicit:
 			sync = nil // a Ring, or a wrapper: no replica sync
@@ -106,16 +124,17 @@ func NewClient(rdb rlock.Redis, cfg Config) (*Client, error) {
 		}
 	}
 	return &Client{
-		rdb:     rdb,
-		id:      cfg.ID,
-		hub:     waiters.New(rdb),
-		wd:      wd,
-		sync:    sync,
-		replay:  cfg.Replay,
-		maxPoll: cfg.MaxPoll,
-		log:     cfg.Logger,
-		closing: make(chan struct{}),
-		holds:   make(map[holdKey]*hold),
+		rdb:      rdb,
+		scripter: scripter,
+		id:       cfg.ID,
+		hub:      waiters.New(rdb),
+		wd:       wd,
+		sync:     sync,
+		replay:   cfg.Replay,
+		maxPoll:  cfg.MaxPoll,
+		log:      cfg.Logger,
+		closing:  make(chan struct{}),
+		holds:    make(map[holdKey]*hold),
 	}, nil
 }
 
@@ -262,13 +281,19 @@ func (c *Client) retryOnCluster(ctx context.Context, err error) bool {
 // lock script is safe to run twice, and go-redis would otherwise keep
 // sending to a failed master until its next periodic reload.
 func (c *Client) run(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
-	cmd := s.Run(ctx, c.rdb, keys, args...)
+	sc, err := c.scripter()
+	if err != nil {
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(err)
+		return cmd
+	}
+	cmd := s.Run(ctx, sc, keys, args...)
 	for _, pause := range clusterRetries {
 		if !c.retryOnCluster(ctx, cmd.Err()) {
 			break
 		}
 		time.Sleep(pause)
-		cmd = s.Run(ctx, c.rdb, keys, args...)
+		cmd = s.Run(ctx, sc, keys, args...)
 	}
 	return cmd
 }

@@ -77,6 +77,18 @@ func WithRefresh(d time.Duration) Option {
 	}
 }
 
+// WithAutoPipeline sends a script with nothing to wait for (its master has
+// no replica) through the master's go-redis auto-pipeliner
+// (redis.Client.AutoPipeline), so that concurrent calls share round trips.
+// A script followed by WAIT always goes in its own pipeline, since both
+// must use one connection.
+func WithAutoPipeline() Option {
+	return func(s *Syncer) error {
+		s.autoPipeline = true
+		return nil
+	}
+}
+
 // Syncer runs scripts followed by WAIT on the master of their keys. Create
 // it with New; it is safe for concurrent use.
 type Syncer struct {
@@ -84,6 +96,8 @@ type Syncer struct {
 	cluster *redis.ClusterClient
 	timeout time.Duration
 	refresh time.Duration
+
+	autoPipeline bool
 
 	mu     sync.Mutex
 	counts map[*redis.Client]replicaCount // by master client
@@ -206,7 +220,13 @@ func (s *Syncer) Run(ctx context.Context, script *redis.Script, keys []string, a
 	if n == 0 {
 		// Nothing to wait for: a plain call (EVALSHA, EVAL on NOSCRIPT),
 		// cheaper in the client than a pipeline.
-		cmd = script.Run(ctx, m, keys, args...)
+		var sc redis.Scripter = m
+		if s.autoPipeline {
+			if sc, err = AutoPipeliner(m); err != nil {
+				return nil, Result{}, err
+			}
+		}
+		cmd = script.Run(ctx, sc, keys, args...)
 		err = cmd.Err()
 	} else {
 		cmd, wait, err = s.pipeline(ctx, m, n, script, true, keys, args)
@@ -331,4 +351,22 @@ func connectedReplicas(info string) (int, error) {
 		return 0, errors.New("no connected_slaves field")
 	}
 	return n, nil
+}
+
+// AutoPipeliner returns rdb's go-redis auto-pipeliner (AutoPipeline on a
+// Client, ClusterClient or Ring: created on first use, then shared by every
+// user of rdb, and stopped when rdb is closed). It reports
+// ErrUnsupportedClient for anything else.
+func AutoPipeliner(rdb any) (redis.Scripter, error) {
+	c, ok := rdb.(interface {
+		AutoPipeline() (*redis.AutoPipeliner, error)
+	})
+	if !ok || rdb == nil {
+		return nil, fmt.Errorf("%w: %T has no auto-pipeliner", ErrUnsupportedClient, rdb)
+	}
+	ap, err := c.AutoPipeline()
+	if err != nil {
+		return nil, fmt.Errorf("rlock: starting the auto-pipeliner: %w", err)
+	}
+	return ap, nil
 }
