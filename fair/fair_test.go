@@ -252,18 +252,7 @@ func TestLateGrantToHeadGoesToNext(t *testing.T) {
 		a, z := newLock(t, c, name), newLock(t, c, name)
 		actx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		aReturned := make(chan struct{})
-		restore := core.SetTestHookGranted(func(gctx context.Context) {
-			if gctx != actx {
-				return
-			}
-			cancel()
-			select {
-			case <-aReturned:
-			case <-time.After(10 * time.Second):
-				t.Error("Lock did not return when its ctx ended")
-			}
-		})
+		aReturned, restore := core.AbandonNextGrant(actx, cancel)
 		defer restore()
 		aDone := lockAsync(actx, a)
 		waitQueued(t, holder, 1)
@@ -272,7 +261,7 @@ func TestLateGrantToHeadGoesToNext(t *testing.T) {
 
 		require.NoError(t, holder.Unlock(ctx))
 		err := <-aDone
-		close(aReturned)
+		aReturned()
 		require.ErrorIs(t, err, context.Canceled)
 		select {
 		case err := <-zDone:

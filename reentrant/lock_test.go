@@ -481,23 +481,10 @@ func TestLateGrantIsNeverLeaked(t *testing.T) {
 		l := newLock(t, c, name)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		returned := make(chan struct{})
-		restore := core.SetTestHookGranted(func(actx context.Context) {
-			if actx != ctx {
-				return
-			}
-			// The grant passed its deadline check; now ctx ends, and the
-			// caller gives up before the result is handed over.
-			cancel()
-			select {
-			case <-returned:
-			case <-time.After(10 * time.Second):
-				t.Error("Lock did not return when its ctx ended")
-			}
-		})
+		returned, restore := core.AbandonNextGrant(ctx, cancel)
 		defer restore()
 		err := l.Lock(ctx)
-		close(returned)
+		returned()
 		require.ErrorIs(t, err, context.Canceled)
 
 		// The grant is released in the background, so another owner gets
@@ -516,51 +503,67 @@ func TestLateGrantIsNeverLeaked(t *testing.T) {
 	})
 }
 
+// clientVariants are the client settings that change how scripts reach
+// Redis; tests of the script paths run under each.
+var clientVariants = []struct {
+	name string
+	opts []reentrant.ClientOption
+}{{"plain", nil}, {"auto-pipeline", []reentrant.ClientOption{reentrant.WithAutoPipeline()}}}
+
+// TestHammerMutualExclusion: 100 goroutines over four clients take one
+// lock once each; also with the scripts sent through go-redis's
+// auto-pipeliner, where the clients' calls share pipelines.
 func TestHammerMutualExclusion(t *testing.T) {
 	redistest.EachWithCluster(t, func(t *testing.T, b *redistest.Backend) {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		name := redistest.Name(t)
-		clients := make([]*reentrant.Client, 4)
-		for i := range clients {
-			clients[i] = newClient(t, b)
-		}
-		var inside, grants atomic.Int64
-		var wg sync.WaitGroup
-		errs := make(chan error, 100)
-		for g := range 100 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				l, err := reentrant.New(clients[g%4], name)
-				if err != nil {
-					errs <- err
-					return
-				}
-				if err := l.Lock(ctx); err != nil {
-					errs <- err
-					return
-				}
-				if n := inside.Add(1); n != 1 {
-					errs <- errors.New("two holders at once: " + strconv.Itoa(int(n)))
-				}
-				grants.Add(1)
-				inside.Add(-1)
-				errs <- l.Unlock(ctx)
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			require.NoError(t, err)
-		}
-		require.EqualValues(t, 100, grants.Load(), "every waiter got the lock")
-		for _, c := range clients {
-			s := c.Waiters()
-			require.Zero(t, s.Waiters)
-			require.LessOrEqual(t, s.Connections, 1, "one pub/sub connection per client")
+		for _, v := range clientVariants {
+			t.Run(v.name, func(t *testing.T) { testHammerMutualExclusion(t, b, v.opts...) })
 		}
 	})
+}
+
+func testHammerMutualExclusion(t *testing.T, b *redistest.Backend, opts ...reentrant.ClientOption) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	name := redistest.Name(t)
+	clients := make([]*reentrant.Client, 4)
+	for i := range clients {
+		clients[i] = newClient(t, b, opts...)
+	}
+	var inside, grants atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	for g := range 100 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := reentrant.New(clients[g%4], name)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if err := l.Lock(ctx); err != nil {
+				errs <- err
+				return
+			}
+			if n := inside.Add(1); n != 1 {
+				errs <- errors.New("two holders at once: " + strconv.Itoa(int(n)))
+			}
+			grants.Add(1)
+			inside.Add(-1)
+			errs <- l.Unlock(ctx)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.EqualValues(t, 100, grants.Load(), "every waiter got the lock")
+	for _, c := range clients {
+		s := c.Waiters()
+		require.Zero(t, s.Waiters)
+		require.LessOrEqual(t, s.Connections, 1, "one pub/sub connection per client")
+	}
 }
 
 func TestRestartReportsLoss(t *testing.T) {

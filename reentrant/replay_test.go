@@ -16,62 +16,69 @@ import (
 // TestLostReplyChangesStateOnce drops the reply of each kind of lock script
 // after the server ran it. go-redis (MaxRetries 3 by default) then sends the
 // same command again on a new connection, so every script runs twice; the
-// hold count must still move by exactly one per call.
+// hold count must still move by exactly one per call. Also with the scripts
+// sent through go-redis's auto-pipeliner.
 func TestLostReplyChangesStateOnce(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-		ctx := context.Background()
-		name := redistest.Name(t)
-		direct := b.NewClient(t)
-		proxy, viaProxy := b.NewProxiedClient(t)
-		const lease = 400 * time.Millisecond
-		c := clientOn(t, viaProxy, shortWatchdog(lease))
-		l := newLock(t, c, name)
-		field, err := l.Owner(ctx)
-		require.NoError(t, err)
-
-		// Load every script first, so each drop hits an EVALSHA that runs.
-		warm := newLock(t, c, name+":warm")
-		require.NoError(t, warm.Lock(ctx))
-		require.NoError(t, warm.Unlock(ctx))
-		_, err = warm.ForceUnlock(ctx)
-		require.NoError(t, err)
-
-		step := func(what string, op func() error, wantCount int) {
-			t.Helper()
-			dropped := proxy.Dropped()
-			proxy.DropNextReply("evalsha")
-			require.NoError(t, op(), what)
-			require.Equal(t, dropped+1, proxy.Dropped(), "%s: the reply was dropped", what)
-			require.Equal(t, wantCount, holdCount(t, direct, name, field), what)
+		for _, v := range clientVariants {
+			t.Run(v.name, func(t *testing.T) { testLostReplyChangesStateOnce(t, b, v.opts...) })
 		}
-		step("acquire", func() error { return l.Lock(ctx) }, 1)
-		step("re-entry", func() error { return l.TryLock(ctx) }, 2)
-		step("release", func() error { return l.Unlock(ctx) }, 1)
+	})
+}
 
-		// Renewal: drop the reply of the next watchdog round.
+func testLostReplyChangesStateOnce(t *testing.T, b *redistest.Backend, opts ...reentrant.ClientOption) {
+	ctx := context.Background()
+	name := redistest.Name(t)
+	direct := b.NewClient(t)
+	proxy, viaProxy := b.NewProxiedClient(t)
+	const lease = 400 * time.Millisecond
+	c := clientOn(t, viaProxy, append(opts, shortWatchdog(lease))...)
+	l := newLock(t, c, name)
+	field, err := l.Owner(ctx)
+	require.NoError(t, err)
+
+	// Load every script first, so each drop hits an EVALSHA that runs.
+	warm := newLock(t, c, name+":warm")
+	require.NoError(t, warm.Lock(ctx))
+	require.NoError(t, warm.Unlock(ctx))
+	_, err = warm.ForceUnlock(ctx)
+	require.NoError(t, err)
+
+	step := func(what string, op func() error, wantCount int) {
+		t.Helper()
 		dropped := proxy.Dropped()
 		proxy.DropNextReply("evalsha")
-		require.Eventually(t, func() bool { return proxy.Dropped() == dropped+1 }, 5*time.Second, time.Millisecond)
-		renewed := c.Watchdog().Stats().Renewed
-		require.Eventually(t, func() bool { return c.Watchdog().Stats().Renewed > renewed+1 }, 5*time.Second, time.Millisecond)
-		require.Equal(t, 1, holdCount(t, direct, name, field), "renewal")
-		require.NoError(t, l.Err(), "a lost renewal reply is not a lost lock")
+		require.NoError(t, op(), what)
+		require.Equal(t, dropped+1, proxy.Dropped(), "%s: the reply was dropped", what)
+		require.Equal(t, wantCount, holdCount(t, direct, name, field), what)
+	}
+	step("acquire", func() error { return l.Lock(ctx) }, 1)
+	step("re-entry", func() error { return l.TryLock(ctx) }, 2)
+	step("release", func() error { return l.Unlock(ctx) }, 1)
 
-		step("last release", func() error { return l.Unlock(ctx) }, 0)
-		require.NoError(t, l.Err())
-		n, err := direct.Exists(ctx, name).Result()
-		require.NoError(t, err)
-		require.Zero(t, n)
+	// Renewal: drop the reply of the next watchdog round.
+	dropped := proxy.Dropped()
+	proxy.DropNextReply("evalsha")
+	require.Eventually(t, func() bool { return proxy.Dropped() == dropped+1 }, 5*time.Second, time.Millisecond)
+	renewed := c.Watchdog().Stats().Renewed
+	require.Eventually(t, func() bool { return c.Watchdog().Stats().Renewed > renewed+1 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, 1, holdCount(t, direct, name, field), "renewal")
+	require.NoError(t, l.Err(), "a lost renewal reply is not a lost lock")
 
-		// Force unlock replayed: still reports that it deleted the lock.
-		require.NoError(t, l.Lock(ctx))
-		dropped = proxy.Dropped()
-		proxy.DropNextReply("evalsha")
-		ok, err := newLock(t, c, name).ForceUnlock(ctx)
-		require.NoError(t, err)
-		require.True(t, ok)
-		require.Equal(t, dropped+1, proxy.Dropped())
-	})
+	step("last release", func() error { return l.Unlock(ctx) }, 0)
+	require.NoError(t, l.Err())
+	n, err := direct.Exists(ctx, name).Result()
+	require.NoError(t, err)
+	require.Zero(t, n)
+
+	// Force unlock replayed: still reports that it deleted the lock.
+	require.NoError(t, l.Lock(ctx))
+	dropped = proxy.Dropped()
+	proxy.DropNextReply("evalsha")
+	ok, err := newLock(t, c, name).ForceUnlock(ctx)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, dropped+1, proxy.Dropped())
 }
 
 // TestLostReplyWithoutRetries: with retries off, a lost reply is an error

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -345,12 +346,32 @@ func (l *Lock) attempt(ctx context.Context, h *hold, lease time.Duration, join b
 // that window.
 var testHookGranted atomic.Pointer[func(context.Context)]
 
-// SetTestHookGranted installs f as the hook that runs between an
+// setTestHookGranted installs f as the hook that runs between an
 // acquisition's deadline check and its hand-over to the caller, and
 // returns a function that removes it. For tests only.
-func SetTestHookGranted(f func(context.Context)) (restore func()) {
+func setTestHookGranted(f func(context.Context)) (restore func()) {
 	testHookGranted.Store(&f)
 	return func() { testHookGranted.Store(nil) }
+}
+
+// AbandonNextGrant arranges, for tests, that the next attempt with ctx
+// that is granted in time has ctx end (by cancel) before it hands the grant
+// over, and then waits (up to 10 s) until the caller has returned, as when
+// ctx ends in that window by chance. Call returned once the caller's Lock
+// has returned; call restore when done.
+func AbandonNextGrant(ctx context.Context, cancel context.CancelFunc) (returned, restore func()) {
+	back := make(chan struct{})
+	restore = setTestHookGranted(func(gctx context.Context) {
+		if gctx != ctx {
+			return
+		}
+		cancel()
+		select {
+		case <-back:
+		case <-time.After(10 * time.Second): // the caller never returned: its test fails
+		}
+	})
+	return sync.OnceFunc(func() { close(back) }), restore
 }
 
 // States of an attempt that runs in the background (see attempt).
