@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,33 +51,17 @@ func scenarios() []scenario {
 }
 
 func single(*bench) []contender {
-	var out []contender
-	for _, c := range singleNodeContenders() {
-		if c.single {
-			out = append(out, c)
-		}
-	}
-	return out
+	return slices.DeleteFunc(singleNodeContenders(), func(c contender) bool { return !c.single })
 }
 
 func fairOnly(*bench) []contender {
-	var out []contender
-	for _, c := range singleNodeContenders() {
-		if c.fair {
-			out = append(out, c)
-		}
-	}
-	return out
+	return slices.DeleteFunc(singleNodeContenders(), func(c contender) bool { return !c.fair })
 }
 
 func multiNode(b *bench) []contender {
-	var out []contender
-	for _, c := range append(singleNodeContenders(), multiNodeContenders()...) {
-		if c.nodes > 0 && c.nodes <= len(b.nodes) {
-			out = append(out, c)
-		}
-	}
-	return out
+	return slices.DeleteFunc(append(singleNodeContenders(), multiNodeContenders()...), func(c contender) bool {
+		return c.nodes == 0 || c.nodes > len(b.nodes)
+	})
 }
 
 func rlockOnly(*bench) []contender {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/redlock"
 	"github.com/rlock-go/rlock/reentrant"
@@ -74,42 +75,31 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		b.Cleanup(func() { _ = c.Close() })
 		clients = append(clients, c)
 	}
-	b.Run("redlock5", func(b *testing.B) {
-		rl, err := redlock.New(redistest.Name(b), clients, redlock.WithLease(10*time.Second))
-		if err != nil {
-			b.Fatal(err)
-		}
-		timed(b, func() error {
-			if err := rl.Lock(ctx); err != nil {
-				return err
+	for _, v := range []struct {
+		name string
+		open func(name string) (rlock.Locker, error)
+	}{
+		{"redlock5", func(name string) (rlock.Locker, error) {
+			return redlock.New(name, clients, redlock.WithLease(10*time.Second))
+		}},
+		{"redlock5-watchdog", func(name string) (rlock.Locker, error) { return redlock.New(name, clients) }},
+		{"reentrant1", func(name string) (rlock.Locker, error) {
+			return reentrant.New(clients[0], name, reentrant.WithLease(10*time.Second))
+		}},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			l, err := v.open(redistest.Name(b))
+			if err != nil {
+				b.Fatal(err)
 			}
-			return rl.Unlock(ctx)
+			timed(b, func() error {
+				if err := l.Lock(ctx); err != nil {
+					return err
+				}
+				return l.Unlock(ctx)
+			})
 		})
-	})
-	b.Run("redlock5-watchdog", func(b *testing.B) {
-		rl, err := redlock.New(redistest.Name(b), clients)
-		if err != nil {
-			b.Fatal(err)
-		}
-		timed(b, func() error {
-			if err := rl.Lock(ctx); err != nil {
-				return err
-			}
-			return rl.Unlock(ctx)
-		})
-	})
-	b.Run("reentrant1", func(b *testing.B) {
-		l, err := reentrant.New(clients[0], redistest.Name(b), reentrant.WithLease(10*time.Second))
-		if err != nil {
-			b.Fatal(err)
-		}
-		timed(b, func() error {
-			if err := l.Lock(ctx); err != nil {
-				return err
-			}
-			return l.Unlock(ctx)
-		})
-	})
+	}
 	b.Run("setnx5", func(b *testing.B) {
 		key := redistest.Name(b)
 		all := func(fn func(*redis.Client) error) error {

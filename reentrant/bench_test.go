@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/fair"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/reentrant"
@@ -111,38 +112,30 @@ var floorUnlock = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then
 // mutual-exclusion check runs inside the section.
 func BenchmarkContended(b *testing.B) {
 	benchBackends(b, func(b *testing.B, be *redistest.Backend) {
-		b.Run("rlock", func(b *testing.B) {
-			clients := map[*redis.Client]*reentrant.Client{} // one per process, as in production
-			contended(b, be, func(rdb *redis.Client, name string) (lock, unlock func(context.Context) error) {
-				c := clients[rdb]
-				if c == nil {
-					var err error
-					if c, err = reentrant.NewClient(rdb); err != nil {
-						b.Fatal(err)
+		for _, v := range []struct {
+			name string
+			open func(c *reentrant.Client, name string) rlock.Locker
+		}{
+			{"rlock", func(c *reentrant.Client, name string) rlock.Locker { l, _ := reentrant.New(c, name); return l }},
+			{"fair", func(c *reentrant.Client, name string) rlock.Locker { l, _ := fair.New(c, name); return l }},
+		} {
+			b.Run(v.name, func(b *testing.B) {
+				clients := map[*redis.Client]*reentrant.Client{} // one per process, as in production
+				contended(b, be, func(rdb *redis.Client, name string) (lock, unlock func(context.Context) error) {
+					c := clients[rdb]
+					if c == nil {
+						var err error
+						if c, err = reentrant.NewClient(rdb); err != nil {
+							b.Fatal(err)
+						}
+						b.Cleanup(func() { _ = c.Close() })
+						clients[rdb] = c
 					}
-					b.Cleanup(func() { _ = c.Close() })
-					clients[rdb] = c
-				}
-				l, _ := reentrant.New(c, name)
-				return l.Lock, l.Unlock
+					l := v.open(c, name)
+					return l.Lock, l.Unlock
+				})
 			})
-		})
-		b.Run("fair", func(b *testing.B) {
-			clients := map[*redis.Client]*reentrant.Client{}
-			contended(b, be, func(rdb *redis.Client, name string) (lock, unlock func(context.Context) error) {
-				c := clients[rdb]
-				if c == nil {
-					var err error
-					if c, err = reentrant.NewClient(rdb); err != nil {
-						b.Fatal(err)
-					}
-					b.Cleanup(func() { _ = c.Close() })
-					clients[rdb] = c
-				}
-				l, _ := fair.New(c, name)
-				return l.Lock, l.Unlock
-			})
-		})
+		}
 		b.Run("floor", func(b *testing.B) {
 			contended(b, be, func(rdb *redis.Client, name string) (lock, unlock func(context.Context) error) {
 				token := fmt.Sprint(rand.Uint64())

@@ -10,13 +10,9 @@
 -- ARGV[6]     the lock's channel; waiter w listens on ARGV[6] .. ':' .. w
 -- Reply:      as unlock.lua: {1, 0} released, {0, holds} still held,
 --             {-1, 0} not held by this owner (nothing changed)
-local left = release(KEYS[1], ARGV[2], ARGV[3], ARGV[1], KEYS[4])
-if left == -2 then
-  return {1, 0} -- this request released the lock already
-elseif left < 0 then
-  return {-1, 0}
-elseif left > 0 then
-  return {0, left}
+local reply = release(KEYS[1], ARGV[2], ARGV[3], ARGV[1], KEYS[4])
+if reply then
+  return reply
 end
 redis.call('DEL', KEYS[1])
 wake(ARGV[6], prune(now_ms()), ARGV[4])

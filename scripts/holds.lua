@@ -39,26 +39,28 @@ local function grant(hash, owner, lease)
   redis.call('PEXPIRE', hash, lease)
 end
 
--- release drops one hold of owner, unless this request already did. It
--- returns the holds left (restoring the lease while some remain); 0 when
--- that was the last hold, the caller then deletes the lock, wakes a waiter
--- and sets the latch; -1 when the owner holds nothing, or -2 when this
--- request's last release already ran (its latch is set).
+-- release drops one hold of owner, unless this request already did, and
+-- returns the release script's reply when that is all there is to do:
+-- {0, holds} while holds remain (the lease restored), {-1, 0} when the
+-- owner holds nothing, {1, 0} when this request's last release already ran
+-- (its latch is set). It returns nil when this was the last hold: the
+-- caller then deletes the lock, wakes a waiter, sets the latch and replies
+-- {1, 0}.
 local function release(hash, owner, sent, lease, latch)
   local held = holds_of(hash, owner)
   if held <= 0 then
     if redis.call('EXISTS', latch) == 1 then
-      return -2
+      return {1, 0}
     end
-    return -1
+    return {-1, 0}
   end
   if held == tonumber(sent) - 1 then
     -- this request's decrement already ran
   elseif held > 1 then
     held = redis.call('HINCRBY', hash, owner, -1)
   else
-    return 0
+    return nil
   end
   redis.call('PEXPIRE', hash, lease)
-  return held
+  return {0, held}
 end

@@ -14,13 +14,9 @@
 -- Replays are answered without a second effect: the last release leaves a
 -- short-lived latch keyed by the request, and a decrement that already ran
 -- shows as a stored count one below the client's count.
-local left = release(KEYS[1], ARGV[2], ARGV[3], ARGV[1], KEYS[3])
-if left == -2 then
-  return {1, 0} -- this request released the lock already
-elseif left < 0 then
-  return {-1, 0}
-elseif left > 0 then
-  return {0, left}
+local reply = release(KEYS[1], ARGV[2], ARGV[3], ARGV[1], KEYS[3])
+if reply then
+  return reply
 end
 redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', KEYS[2], ARGV[4])

@@ -32,8 +32,9 @@ type connFlags struct {
 	cluster  string
 }
 
-func (c *connFlags) register(fs *flag.FlagSet, redisHelp string) {
-	fs.StringVar(&c.redisURL, "redis", "", redisHelp)
+// register adds the flags to fs; def says what an empty --redis means.
+func (c *connFlags) register(fs *flag.FlagSet, def string) {
+	fs.StringVar(&c.redisURL, "redis", "", "Redis URL, redis://[user:password@]host:port[/db] (default: "+def+")")
 	fs.StringVar(&c.cluster, "cluster", "", "Redis Cluster seed addresses, host:port,host:port,... (instead of --redis)")
 }
 
@@ -187,4 +188,16 @@ func lockName(args []string) (string, error) {
 		return "", usageError("bad lock name: %v", err)
 	}
 	return args[0], nil
+}
+
+// newFlagSet returns the flag set of command name: errors go to e.stderr,
+// and -h prints help followed by the flags.
+func newFlagSet(name, help string, e env) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprint(e.stderr, help)
+		fs.PrintDefaults()
+	}
+	return fs
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -123,8 +122,7 @@ Flags:
 `
 
 func demo(ctx context.Context, args []string, e env) error {
-	fs := flag.NewFlagSet("rlock demo", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := newFlagSet("rlock demo", demoHelp, e)
 	var (
 		cfg     demoConfig
 		conn    connFlags
@@ -135,7 +133,7 @@ func demo(ctx context.Context, args []string, e env) error {
 	for i, k := range lockKinds {
 		names[i] = k.name
 	}
-	conn.register(fs, "Redis URL, redis://[user:password@]host:port[/db] (default: an embedded miniredis)")
+	conn.register(fs, "an embedded miniredis")
 	fs.StringVar(&redlock, "redlock", "", "RedLock nodes, host:port,host:port,... (independent masters; default: embedded ones)")
 	fs.StringVar(&locks, "locks", "all", "runs to make, comma-separated, of: "+strings.Join(names, ", "))
 	fs.IntVar(&cfg.services, "services", 4, "simulated services, each with its own Redis and rlock client")
@@ -146,10 +144,6 @@ func demo(ctx context.Context, args []string, e env) error {
 	fs.DurationVar(&cfg.timeout, "timeout", time.Minute, "give up a run after this long")
 	cfg.progress = progressAuto
 	fs.Var(&cfg.progress, "progress", "progress on stderr: auto (a bar on a terminal, a line per run otherwise), bar, plain, or off; true/false mean bar/off (default auto)")
-	fs.Usage = func() {
-		fmt.Fprint(e.stderr, demoHelp)
-		fs.PrintDefaults()
-	}
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -31,8 +30,7 @@ Flags:
 `
 
 func inspectCmd(ctx context.Context, args []string, e env) error {
-	fs := flag.NewFlagSet("rlock inspect", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := newFlagSet("rlock inspect", inspectHelp, e)
 	var (
 		conn     connFlags
 		fair     bool
@@ -40,15 +38,11 @@ func inspectCmd(ctx context.Context, args []string, e env) error {
 		jsonOut  bool
 		interval time.Duration
 	)
-	conn.register(fs, "Redis URL, redis://[user:password@]host:port[/db] (default "+defaultRedisURL+")")
+	conn.register(fs, defaultRedisURL)
 	fs.BoolVar(&fair, "fair", false, "always show the fair queue section, even when empty (it is shown whenever the queue exists)")
 	fs.BoolVar(&watch, "watch", false, "refresh every --interval until interrupted (Ctrl-C)")
 	fs.DurationVar(&interval, "interval", time.Second, "refresh period for --watch")
 	fs.BoolVar(&jsonOut, "json", false, "print one JSON object (one per line and refresh with --watch)")
-	fs.Usage = func() {
-		fmt.Fprint(e.stderr, inspectHelp)
-		fs.PrintDefaults()
-	}
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"flag"
 	"fmt"
 	"strings"
 	"time"
@@ -35,19 +34,14 @@ Flags:
 `
 
 func unlockCmd(ctx context.Context, args []string, e env) error {
-	fs := flag.NewFlagSet("rlock unlock", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := newFlagSet("rlock unlock", unlockHelp, e)
 	var (
 		conn       connFlags
 		force, yes bool
 	)
-	conn.register(fs, "Redis URL, redis://[user:password@]host:port[/db] (default "+defaultRedisURL+")")
+	conn.register(fs, defaultRedisURL)
 	fs.BoolVar(&force, "force", false, "required: delete the lock whoever holds it")
 	fs.BoolVar(&yes, "yes", false, "do not ask for confirmation")
-	fs.Usage = func() {
-		fmt.Fprint(e.stderr, unlockHelp)
-		fs.PrintDefaults()
-	}
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err

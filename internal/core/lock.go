@@ -165,13 +165,23 @@ func (l *Lock) lock(ctx context.Context, wait bool, lease time.Duration) error {
 		}
 	}
 	defer w.Leave()
+	return l.waitAndRetry(ctx, w, h, lease, false, ttl, noBound)
+}
+
+// noBound is waitAndRetry's most for waits bounded by the TTL alone.
+const noBound time.Duration = 1<<63 - 1
+
+// waitAndRetry waits on w and attempts again (join as for attempt) until
+// the owner holds the lock, an attempt fails, ctx ends or the client
+// closes. It retries on a wake-up (the subscription confirmed, or a
+// release message) or when the TTL seen by the last attempt has passed,
+// since pub/sub is only a hint and expiry publishes nothing; and at least
+// every most.
+func (l *Lock) waitAndRetry(ctx context.Context, w *waiters.Waiter, h *hold, lease time.Duration, join bool, ttl, most time.Duration) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
-		// Retry on a wake-up (the subscription confirmed, or an unlock
-		// message) or when the TTL seen by the last attempt has passed:
-		// pub/sub is only a hint, expiry publishes nothing.
-		timer.Reset(l.waitBound(ttl, l.c.maxPoll))
+		timer.Reset(min(l.waitBound(ttl, l.c.maxPoll), most))
 		select {
 		case <-w.C:
 		case <-timer.C:
@@ -180,7 +190,8 @@ func (l *Lock) lock(ctx context.Context, wait bool, lease time.Duration) error {
 		case <-l.c.closing:
 			return rlock.ErrClosed
 		}
-		ttl, err = l.retryable(l.attempt(ctx, h, lease, false))
+		var err error
+		ttl, err = l.retryable(l.attempt(ctx, h, lease, join))
 		if err != nil || ttl == acquired {
 			return err
 		}
@@ -218,25 +229,9 @@ func (l *Lock) lockFair(ctx context.Context, h *hold, wait bool, lease time.Dura
 		return rlock.ErrClosed
 	}
 	defer w.Leave()
-	renew := l.cfg.QueueTimeout / 3
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		timer.Reset(min(l.waitBound(ttl, l.c.maxPoll), renew))
-		select {
-		case <-w.C:
-		case <-timer.C:
-		case <-ctx.Done():
-			return l.ctxErr(ctx)
-		case <-l.c.closing:
-			return rlock.ErrClosed
-		}
-		ttl, err = l.retryable(l.attempt(ctx, h, lease, true))
-		if err != nil || ttl == acquired {
-			granted = err == nil
-			return err
-		}
-	}
+	err = l.waitAndRetry(ctx, w, h, lease, true, ttl, l.cfg.QueueTimeout/3)
+	granted = err == nil
+	return err
 }
 
 // leave takes h's owner out of the fair queue, in the background when it
@@ -341,18 +336,10 @@ func (l *Lock) attempt(ctx context.Context, h *hold, lease time.Duration, join b
 	}
 }
 
-// testHookGranted, when set, runs after a grant was found to be in time
+// testHookGranted, when set, runs in a background attempt after a grant was found in time
 // and before the caller is asked to take it: tests use it to end ctx in
 // that window.
 var testHookGranted atomic.Pointer[func(context.Context)]
-
-// setTestHookGranted installs f as the hook that runs between an
-// acquisition's deadline check and its hand-over to the caller, and
-// returns a function that removes it. For tests only.
-func setTestHookGranted(f func(context.Context)) (restore func()) {
-	testHookGranted.Store(&f)
-	return func() { testHookGranted.Store(nil) }
-}
 
 // AbandonNextGrant arranges, for tests, that the next attempt with ctx
 // that is granted in time has ctx end (by cancel) before it hands the grant
@@ -361,7 +348,7 @@ func setTestHookGranted(f func(context.Context)) (restore func()) {
 // has returned; call restore when done.
 func AbandonNextGrant(ctx context.Context, cancel context.CancelFunc) (returned, restore func()) {
 	back := make(chan struct{})
-	restore = setTestHookGranted(func(gctx context.Context) {
+	hook := func(gctx context.Context) {
 		if gctx != ctx {
 			return
 		}
@@ -370,8 +357,9 @@ func AbandonNextGrant(ctx context.Context, cancel context.CancelFunc) (returned,
 		case <-back:
 		case <-time.After(10 * time.Second): // the caller never returned: its test fails
 		}
-	})
-	return sync.OnceFunc(func() { close(back) }), restore
+	}
+	testHookGranted.Store(&hook)
+	return sync.OnceFunc(func() { close(back) }), func() { testHookGranted.Store(nil) }
 }
 
 // States of an attempt that runs in the background (see attempt).
@@ -466,10 +454,10 @@ func (l *Lock) attemptLocked(ctx context.Context, h *hold, lease time.Duration, 
 	// waits; checking ctx first keeps a synchronous caller's contract ("a
 	// Lock whose ctx ended holds no more than before") too.
 	keep := ctx.Err() == nil
-	if hook := testHookGranted.Load(); keep && hook != nil {
-		(*hook)(ctx)
-	}
 	if keep && state != nil {
+		if hook := testHookGranted.Load(); hook != nil {
+			(*hook)(ctx)
+		}
 		keep = state.CompareAndSwap(attemptPending, attemptClaimed)
 	}
 	if !keep {
