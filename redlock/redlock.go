@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/core"
 	"github.com/rlock-go/rlock/reentrant"
 )
 
@@ -248,13 +249,6 @@ func (r *RedLock) TryLockLease(ctx context.Context, lease time.Duration) error {
 	return r.acquire(ctx, lease, false)
 }
 
-func checkLease(lease time.Duration) error {
-	if lease != rlock.WatchdogMode && lease < time.Millisecond {
-		return fmt.Errorf("%w: lease %v is neither WatchdogMode nor at least 1ms", rlock.ErrInvalidArgument, lease)
-	}
-	return nil
-}
-
 // SetLease changes the lease of the caller's owner's holding on every node
 // that granted it, in parallel (see rlock.LeaseLocker): a positive lease
 // restarts the validity (Until) from now, rlock.WatchdogMode hands every
@@ -264,7 +258,7 @@ func checkLease(lease time.Duration) error {
 // quorum of nodes still held the lock. Like Unlock it runs to completion
 // even when ctx is cancelled.
 func (r *RedLock) SetLease(ctx context.Context, lease time.Duration) error {
-	if err := checkLease(lease); err != nil {
+	if err := core.CheckLease(lease); err != nil {
 		return err
 	}
 	owner, err := ownerKey(ctx)
@@ -321,7 +315,7 @@ func (r *RedLock) ctxErr(ctx context.Context) error {
 }
 
 func (r *RedLock) acquire(ctx context.Context, lease time.Duration, wait bool) error {
-	if err := checkLease(lease); err != nil {
+	if err := core.CheckLease(lease); err != nil {
 		return err
 	}
 	owner, err := ownerKey(ctx)

@@ -91,9 +91,7 @@ func NewClient(rdb rlock.Redis, cfg Config) (*Client, error) {
 	}
 	scripter := func() (redis.Scripter, error) { return rdb, nil }
 	if cfg.AutoPipeline {
-		if _, ok := rdb.(interface {
-			AutoPipeline() (*redis.AutoPipeliner, error)
-		}); !ok {
+		if _, ok := rdb.(replsync.AutoPipelined); !ok {
 			return nil, fmt.Errorf("%w: auto-pipelining needs a go-redis Client, ClusterClient or Ring, not %T", rlock.ErrInvalidArgument, rdb)
 		}
 		// Created on first use (go-redis starts its goroutines then) and

@@ -353,14 +353,18 @@ func connectedReplicas(info string) (int, error) {
 	return n, nil
 }
 
+// AutoPipelined is a go-redis client with an auto-pipeliner: Client,
+// ClusterClient and Ring.
+type AutoPipelined interface {
+	AutoPipeline() (*redis.AutoPipeliner, error)
+}
+
 // AutoPipeliner returns rdb's go-redis auto-pipeliner (AutoPipeline on a
 // Client, ClusterClient or Ring: created on first use, then shared by every
 // user of rdb, and stopped when rdb is closed). It reports
 // ErrUnsupportedClient for anything else.
 func AutoPipeliner(rdb any) (redis.Scripter, error) {
-	c, ok := rdb.(interface {
-		AutoPipeline() (*redis.AutoPipeliner, error)
-	})
+	c, ok := rdb.(AutoPipelined)
 	if !ok || rdb == nil {
 		return nil, fmt.Errorf("%w: %T has no auto-pipeliner", ErrUnsupportedClient, rdb)
 	}
