@@ -82,8 +82,9 @@ func testLostReplyChangesStateOnce(t *testing.T, b *redistest.Backend, opts ...r
 }
 
 // TestLostReplyWithoutRetries: with retries off, a lost reply is an error
-// the caller sees; the next operation of the same owner reconciles with the
-// state the lost one left, so counts stay consistent.
+// that TryLock's caller sees, and the hold it may have taken is given back
+// (a call that returns an error holds no more than before); a blocking
+// Lock settles what happened and tries again. Counts stay exact.
 func TestLostReplyWithoutRetries(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
@@ -97,10 +98,12 @@ func TestLostReplyWithoutRetries(t *testing.T) {
 		require.NoError(t, l.Unlock(ctx))
 
 		proxy.DropNextReply("evalsha")
-		require.Error(t, l.Lock(ctx), "the acquire ran but its reply was lost")
-		require.Equal(t, 1, holdCount(t, direct, name, field))
-		// The caller retries: the hold the lost call took is the one it gets.
-		require.NoError(t, l.Lock(ctx))
+		require.Error(t, l.TryLock(ctx), "the acquire ran but its reply was lost")
+		require.Eventually(t, func() bool { return holdCount(t, direct, name, field) == 0 },
+			5*time.Second, time.Millisecond, "the unreported grant is given back")
+		proxy.DropNextReply("evalsha")
+		require.NoError(t, l.Lock(ctx), "a blocking Lock outlives a lost reply")
+		require.Equal(t, 2, proxy.Dropped())
 		require.Equal(t, 1, holdCount(t, direct, name, field))
 		require.NoError(t, l.Unlock(ctx))
 		require.Zero(t, holdCount(t, direct, name, field))

@@ -4,14 +4,17 @@
 -- ARGV[1]     the message to publish
 -- ARGV[2]     latch lifetime in milliseconds
 -- ARGV[3]     the lock's channel; waiter w listens on ARGV[3] .. ':' .. w
--- Reply:      1 if a lock was deleted (by this request, possibly on an
---             earlier delivery of it), 0 if there was none.
-if redis.call('EXISTS', KEYS[4]) == 1 then
-  return 1
+-- Reply:      1 if a lock was deleted, 0 if there was none.
+--
+-- The outcome is recorded in the latch whatever it was, and a re-sent
+-- request answers from it (see force_unlock.lua).
+local done = redis.call('GET', KEYS[4])
+if done then
+  return tonumber(done)
 end
-if redis.call('DEL', KEYS[1]) == 1 then
+local deleted = redis.call('DEL', KEYS[1])
+if deleted == 1 then
   wake(ARGV[3], prune(now_ms()), ARGV[1])
-  redis.call('SET', KEYS[4], '1', 'PX', ARGV[2])
-  return 1
 end
-return 0
+redis.call('SET', KEYS[4], deleted, 'PX', ARGV[2])
+return deleted

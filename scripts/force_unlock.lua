@@ -4,14 +4,18 @@
 -- KEYS[3]  the latch key of this request (same hash slot as KEYS[1])
 -- ARGV[1]  the message to publish
 -- ARGV[2]  latch lifetime in milliseconds
--- Reply:   1 if a lock was deleted (by this request, possibly on an earlier
---          delivery of it), 0 if there was none.
-if redis.call('EXISTS', KEYS[3]) == 1 then
-  return 1
+-- Reply:   1 if a lock was deleted, 0 if there was none.
+--
+-- The outcome is recorded in the latch whatever it was, and a re-sent
+-- request answers from it: a re-send after another owner took the lock
+-- must not delete that owner's lock.
+local done = redis.call('GET', KEYS[3])
+if done then
+  return tonumber(done)
 end
-if redis.call('DEL', KEYS[1]) == 1 then
+local deleted = redis.call('DEL', KEYS[1])
+if deleted == 1 then
   redis.call('PUBLISH', KEYS[2], ARGV[1])
-  redis.call('SET', KEYS[3], '1', 'PX', ARGV[2])
-  return 1
 end
-return 0
+redis.call('SET', KEYS[3], deleted, 'PX', ARGV[2])
+return deleted

@@ -23,13 +23,24 @@ local function holds_of(hash, owner)
   return tonumber(redis.call('HGET', hash, owner) or '0') or 0
 end
 
+-- extend sets hash's TTL to lease unless it has more left: a re-entry or
+-- a release that leaves holds never takes protection away from the holds
+-- already there (a shorter lease asked for by an inner hold, while the
+-- watchdog or a longer outer lease protects the lock, would let it expire
+-- under its owner).
+local function extend(hash, lease)
+  if redis.call('PTTL', hash) < tonumber(lease) then
+    redis.call('PEXPIRE', hash, lease)
+  end
+end
+
 -- reenter adds one hold for owner, who holds held > 0, unless this request
--- already did, resets the lease, and returns the hold count.
+-- already did, extends the lease, and returns the hold count.
 local function reenter(hash, owner, held, sent, lease)
   if held ~= tonumber(sent) + 1 then
     held = redis.call('HINCRBY', hash, owner, 1)
   end
-  redis.call('PEXPIRE', hash, lease)
+  extend(hash, lease)
   return held
 end
 
@@ -41,7 +52,7 @@ end
 
 -- release drops one hold of owner, unless this request already did, and
 -- returns the release script's reply when that is all there is to do:
--- {0, holds} while holds remain (the lease restored), {-1, 0} when the
+-- {0, holds} while holds remain (the lease extended), {-1, 0} when the
 -- owner holds nothing, {1, 0} when this request's last release already ran
 -- (its latch is set). It returns nil when this was the last hold: the
 -- caller then deletes the lock, wakes a waiter, sets the latch and replies
@@ -61,6 +72,6 @@ local function release(hash, owner, sent, lease, latch)
   else
     return nil
   end
-  redis.call('PEXPIRE', hash, lease)
+  extend(hash, lease)
   return {0, held}
 end

@@ -48,6 +48,7 @@ type Proxy struct {
 
 	mu      sync.Mutex
 	dropSub []byte // lower-case substring armed by DropNextReply; nil when disarmed
+	dropFn  func() // run after the armed drop, before the connection closes
 	conns   map[*proxyConn]struct{}
 	closed  bool
 }
@@ -60,6 +61,7 @@ type proxyConn struct {
 	// dropReply is set when a client chunk matched DropNextReply: the next
 	// server chunk is discarded and the connection closed.
 	dropReply atomic.Bool
+	dropFn    func() // DropNextReplyThen's then; written before dropReply is set
 }
 
 // NewProxy starts a proxy on 127.0.0.1:0 that forwards to target (host:port).
@@ -102,9 +104,19 @@ func (p *Proxy) Target() string {
 // end (go-redis then retries on a new connection, running the command
 // again). A later call replaces an armed substring that has not matched yet.
 func (p *Proxy) DropNextReply(substr string) {
+	p.DropNextReplyThen(substr, nil)
+}
+
+// DropNextReplyThen is DropNextReply that also runs then (if not nil) after
+// the reply was discarded and before the connection is closed: the client
+// is still waiting for the reply, so whatever then does happens between
+// the command's first run and any re-send of it. then runs on the proxy's
+// goroutine; it must not use the proxied client.
+func (p *Proxy) DropNextReplyThen(substr string, then func()) {
 	sub := asciiLower([]byte(substr))
 	p.mu.Lock()
 	p.dropSub = sub
+	p.dropFn = then
 	p.mu.Unlock()
 }
 
@@ -245,6 +257,9 @@ func (p *Proxy) pump(pc *proxyConn, fromClient bool) {
 					tail = p.matchDrop(pc, tail, chunk)
 				} else if pc.dropReply.Load() {
 					p.dropped.Add(1)
+					if pc.dropFn != nil {
+						pc.dropFn()
+					}
 					return // the deferred closeConn ends both sides
 				}
 				if _, err := dst.Write(chunk); err != nil {
@@ -288,6 +303,8 @@ func (p *Proxy) matchDrop(pc *proxyConn, tail, chunk []byte) []byte {
 		window := append(append([]byte(nil), tail[len(tail)-keep:]...), asciiLower(chunk)...)
 		if bytes.Contains(window, sub) {
 			p.dropSub = nil
+			pc.dropFn = p.dropFn
+			p.dropFn = nil
 			pc.dropReply.Store(true)
 		}
 	}

@@ -351,6 +351,18 @@ func (w *Waiter) signal() bool {
 	}
 }
 
+// PassOn hands a wake-up the waiter received but could not use (the
+// attempt it started failed) to the channel's next waiter, or, with none,
+// to whoever joins next. It never waits for I/O.
+func (w *Waiter) PassOn() {
+	h := w.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !w.topic.wakeOne(w) {
+		w.topic.missed = true
+	}
+}
+
 // Leave removes the waiter from its channel. A wake-up it received but did
 // not consume is passed to the next waiter, so a waiter that gives up never
 // swallows a release meant for someone. The last waiter of a channel queues

@@ -1,0 +1,199 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/replsync"
+	"github.com/rlock-go/rlock/scripts"
+)
+
+// States of an attempt that runs in the background (see attempt).
+const (
+	attemptPending   int32 = iota // the caller waits for the result
+	attemptClaimed                // the attempt got the lock and the caller takes it
+	attemptAbandoned              // the caller left with ctx's error
+)
+
+// attemptLocked is attempt, run to the end whatever ctx does. A hold
+// granted after ctx ended, or after the caller stopped waiting for it
+// (state, when the attempt runs in the background), is released again and
+// ctx's error returned.
+func (l *Lock) attemptLocked(ctx context.Context, h *hold, lease time.Duration, join bool, state *atomic.Int32) (time.Duration, error) {
+	if err := h.acquire(ctx); err != nil {
+		return 0, l.ctxErr(ctx)
+	}
+	defer h.release()
+	if ctx.Err() != nil {
+		// Ended before anything was sent: send nothing. (A fair waiter's
+		// departure may already have run; a join now would undo it.)
+		return 0, l.ctxErr(ctx)
+	}
+	if err := l.settleLocked(ctx, h); err != nil {
+		return 0, err
+	}
+	watchdogMode := lease == rlock.WatchdogMode
+	if watchdogMode {
+		lease = l.c.wd.LeaseDuration()
+	}
+	if h.count > 0 && h.ended() {
+		h.setCount(0) // the owner was told its holds were lost: start afresh
+	}
+	sent := time.Now()
+	res, sync, syncErr, err := l.runAcquire(ctx, h, lease, join)
+	if err != nil {
+		if unknownOutcome(err) {
+			h.unsure = true // the owner is entitled to h.count, as before
+			l.settleSoon(h)
+		}
+		return 0, fmt.Errorf("rlock: acquiring %q: %w", l.name, err)
+	}
+	switch res[0] {
+	case -1: // the owner re-entered a lock it no longer held
+		h.setCount(0)
+		lost := fmt.Errorf("%w: %q was no longer held at re-entry", rlock.ErrLockLost, l.name)
+		h.stopRenewal(lost)
+		return 0, lost
+	case 0:
+		if h.count > 0 { // the owner believed it held the lock: it was lost
+			h.setCount(0)
+			h.stopRenewal(fmt.Errorf("%w: %q was no longer held at re-entry", rlock.ErrLockLost, l.name))
+		}
+		return time.Duration(res[1]) * time.Millisecond, nil
+	}
+	if syncErr != nil || sync.Unsynced() {
+		return 0, l.undoUnreplicated(ctx, h, res[1], sync, syncErr)
+	}
+	l.adopt(h, res[1], res[2], lease, watchdogMode, sent)
+	return l.keepOrRelease(ctx, h, state)
+}
+
+// runAcquire sends the acquire script of the lock's kind and checks the
+// shape of its reply: {1, holds, token}, {0, wait} or {-1, 0}.
+func (l *Lock) runAcquire(ctx context.Context, h *hold, lease time.Duration, join bool) ([]int64, replsync.Result, error, error) {
+	script, args := scripts.Lock, []any{lease.Milliseconds(), h.key.field, h.count, boolArg(l.cfg.Fencing)}
+	if l.cfg.Kind == Fair {
+		script = scripts.FairLock
+		args = append(args, l.cfg.QueueTimeout.Milliseconds(), boolArg(join))
+	}
+	cmd, sync, syncErr := l.c.runAcquire(context.WithoutCancel(ctx), script, l.keys, args...)
+	res, err := cmd.Int64Slice()
+	if err != nil {
+		return nil, sync, nil, err
+	}
+	switch {
+	case len(res) == 3 && res[0] == 1 && res[1] >= 1 && res[2] >= 0:
+	case len(res) == 2 && (res[0] == 0 || res[0] == -1):
+	default:
+		return nil, sync, nil, fmt.Errorf("%w: acquire script replied %v", rlock.ErrUnexpectedReply, res)
+	}
+	return res, sync, syncErr, nil
+}
+
+// undoUnreplicated releases a grant that no replica is known to have (a
+// failover now could hand the lock to someone else) and says why.
+func (l *Lock) undoUnreplicated(ctx context.Context, h *hold, holds int64, sync replsync.Result, syncErr error) error {
+	why := fmt.Errorf("%w: none of %d replicas acknowledged %q within %v", rlock.ErrNotReplicated, sync.Replicas, l.name, l.c.sync.Timeout())
+	if syncErr != nil {
+		why = fmt.Errorf("%w: %q: %w", rlock.ErrNotReplicated, l.name, syncErr)
+	}
+	h.setCount(holds)
+	if err := l.releaseLocked(ctx, h); err != nil {
+		return fmt.Errorf("%w (and undoing the acquisition: %w)", why, err)
+	}
+	return why
+}
+
+// adopt records a grant or re-entry: the owner's hold count, the holding
+// period (a new one after a release or loss), and what protects it. A
+// re-entry never takes protection away: an explicit lease on a hold the
+// watchdog renews leaves the watchdog on, and the script never shortens
+// the TTL.
+func (l *Lock) adopt(h *hold, holds, token int64, lease time.Duration, watchdogMode bool, sent time.Time) {
+	h.setCount(holds)
+	ep := h.ep.Load()
+	if ep == nil || ep.ended() { // a new holding period
+		if h.watch != nil {
+			h.watch.Stop()
+			h.watch = nil
+		}
+		h.lease = 0
+		ep = newEpoch(token)
+		h.ep.Store(ep)
+	}
+	switch {
+	case watchdogMode:
+		h.lease = lease
+		if h.watch == nil {
+			ep.keepAlive()
+			h.watch = l.watch(h, ep, sent)
+		}
+	case h.watch == nil:
+		h.lease = max(h.lease, lease)
+		l.expireAt(h, ep, sent.Add(lease))
+	}
+	l.last.Store(ep)
+}
+
+// expireAt moves the end of ep's explicit lease to t if that is later,
+// and arranges for ep to end as lost then.
+func (l *Lock) expireAt(h *hold, ep *epoch, t time.Time) {
+	if t.UnixNano() <= ep.until.Load() {
+		return
+	}
+	ep.expireAt(t, func() {
+		if time.Now().UnixNano() < ep.until.Load() {
+			return // moved on meanwhile; the timer was reset
+		}
+		l.c.lost(h, ep, fmt.Errorf("%w: the lease of %q ran out", rlock.ErrLockLost, l.name))
+	})
+}
+
+// keepOrRelease keeps a grant only if ctx is still alive and the caller
+// still waits; checking ctx first keeps a synchronous caller's contract ("a
+// Lock whose ctx ended holds no more than before") too. Otherwise it
+// releases the hold again and returns ctx's error.
+func (l *Lock) keepOrRelease(ctx context.Context, h *hold, state *atomic.Int32) (time.Duration, error) {
+	keep := ctx.Err() == nil
+	if keep && state != nil {
+		if hook := testHookGranted.Load(); hook != nil {
+			(*hook)(ctx)
+		}
+		keep = state.CompareAndSwap(attemptPending, attemptClaimed)
+	}
+	if keep {
+		return acquired, nil
+	}
+	if err := l.releaseLocked(ctx, h); err != nil {
+		return 0, fmt.Errorf("%w (and releasing the hold obtained after it: %w)", l.ctxErr(ctx), err)
+	}
+	return 0, l.ctxErr(ctx)
+}
+
+func (l *Lock) watch(h *hold, ep *epoch, sent time.Time) *watchdogLease {
+	return l.c.wd.Add(l.name, h.key.field, sent, func(err error) { l.c.lost(h, ep, err) })
+}
+
+func boolArg(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+func (l *Lock) ready(ctx context.Context) error {
+	if l.c.closed.Load() {
+		return rlock.ErrClosed
+	}
+	if ctx.Err() != nil {
+		return l.ctxErr(ctx)
+	}
+	return nil
+}
+
+func (l *Lock) ctxErr(ctx context.Context) error {
+	return fmt.Errorf("rlock: waiting for %q: %w", l.name, ctx.Err())
+}

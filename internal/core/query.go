@@ -1,0 +1,140 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/scripts"
+)
+
+// IsLocked reports whether any owner holds the lock.
+func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
+	if err := CheckContext(ctx); err != nil {
+		return false, err
+	}
+	n, err := l.c.rdb.Exists(ctx, l.name).Result()
+	if err != nil {
+		return false, fmt.Errorf("rlock: querying %q: %w", l.name, err)
+	}
+	return n == 1, nil
+}
+
+// HoldCount returns how many holds the caller's owner has on the lock.
+func (l *Lock) HoldCount(ctx context.Context) (int, error) {
+	field, err := l.Owner(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n, err := l.c.rdb.HGet(ctx, l.name, field).Int()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("rlock: querying %q: %w", l.name, err)
+	}
+	return n, nil
+}
+
+// TTL returns the lock's remaining lease, whoever holds it.
+func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
+	if err := CheckContext(ctx); err != nil {
+		return 0, err
+	}
+	d, err := l.c.rdb.PTTL(ctx, l.name).Result()
+	if err != nil {
+		return 0, fmt.Errorf("rlock: querying %q: %w", l.name, err)
+	}
+	switch {
+	case d == -2 || d == -2*time.Millisecond:
+		return 0, nil
+	case d < 0:
+		return 0, fmt.Errorf("%w: %q", rlock.ErrNoExpiry, l.name)
+	}
+	return d, nil
+}
+
+// QueuedWaiter is one entry of a fair lock's queue.
+type QueuedWaiter struct {
+	Owner    string
+	Deadline time.Time // zero: none
+}
+
+// Queue returns a fair lock's queue, first in line first, and the server's
+// time when it was read.
+func (l *Lock) Queue(ctx context.Context) ([]QueuedWaiter, time.Time, error) {
+	if err := CheckContext(ctx); err != nil {
+		return nil, time.Time{}, err
+	}
+	if l.cfg.Kind != Fair {
+		return nil, time.Time{}, fmt.Errorf("%w: %q is not a fair lock", rlock.ErrInvalidArgument, l.name)
+	}
+	res, err := l.c.run(ctx, scripts.FairQueue, l.keys[:3]).Slice()
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("rlock: reading the queue of %q: %w", l.name, err)
+	}
+	bad := fmt.Errorf("%w: queue script replied %v", rlock.ErrUnexpectedReply, res)
+	if len(res)%2 != 1 {
+		return nil, time.Time{}, bad
+	}
+	now, ok := res[0].(int64)
+	if !ok {
+		return nil, time.Time{}, bad
+	}
+	out := make([]QueuedWaiter, 0, len(res)/2)
+	for i := 1; i < len(res); i += 2 {
+		owner, ok1 := res[i].(string)
+		ms, ok2 := res[i+1].(int64)
+		if !ok1 || !ok2 {
+			return nil, time.Time{}, bad
+		}
+		w := QueuedWaiter{Owner: owner}
+		if ms >= 0 {
+			w.Deadline = time.UnixMilli(ms)
+		}
+		out = append(out, w)
+	}
+	return out, time.UnixMilli(now), nil
+}
+
+// Done returns a channel closed when the holding period this handle last
+// took part in ends.
+func (l *Lock) Done() <-chan struct{} {
+	if ep := l.last.Load(); ep != nil {
+		return ep.done
+	}
+	return closedChan
+}
+
+// Err returns why the holding period this handle last took part in ended,
+// or nil.
+func (l *Lock) Err() error {
+	if ep := l.last.Load(); ep != nil {
+		select {
+		case <-ep.done:
+			return ep.err
+		default:
+		}
+	}
+	return nil
+}
+
+// Token returns the fencing token of the holding period this handle last
+// took part in, 0 if none.
+func (l *Lock) Token() int64 {
+	if ep := l.last.Load(); ep != nil {
+		return ep.token
+	}
+	return 0
+}
+
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+

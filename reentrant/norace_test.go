@@ -1,0 +1,5 @@
+//go:build !race
+
+package reentrant_test
+
+const raceEnabled = false

@@ -1,0 +1,440 @@
+package reentrant_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/core"
+	"github.com/rlock-go/rlock/internal/redistest"
+	"github.com/rlock-go/rlock/reentrant"
+)
+
+// Regression tests for the defects of the reliability review, each named
+// after its bug.
+
+// warmScripts loads every script on c's server, so that a dropped reply
+// hits an EVALSHA that ran.
+func warmScripts(t *testing.T, c *reentrant.Client) {
+	t.Helper()
+	ctx := context.Background()
+	warm := newLock(t, c, "warm:"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	require.NoError(t, warm.Lock(ctx))
+	require.NoError(t, warm.Unlock(ctx))
+	_, err := warm.ForceUnlock(ctx)
+	require.NoError(t, err)
+}
+
+// Defect 1: ForceUnlock ran on a free lock and deleted nothing; its reply
+// was lost; another owner took the lock; go-redis re-sent the script, which
+// deleted the new holder's lock.
+func TestResentForceUnlockDoesNotDeleteNewHolder(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		proxy, viaProxy := b.NewProxiedClient(t)
+		c := clientOn(t, viaProxy)
+		warmScripts(t, c)
+		other := newLock(t, newClient(t, b), name)
+
+		proxy.DropNextReplyThen("evalsha", func() {
+			if err := other.TryLock(ctx); err != nil {
+				t.Errorf("the other owner could not take the free lock: %v", err)
+			}
+		})
+		deleted, err := newLock(t, c, name).ForceUnlock(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, proxy.Dropped())
+		require.False(t, deleted, "the lock was free when the force unlock ran")
+		held, err := other.IsHeld(ctx)
+		require.NoError(t, err)
+		require.True(t, held, "the re-sent force unlock deleted the new holder's lock")
+		require.NoError(t, other.Err())
+		require.NoError(t, other.Unlock(ctx))
+	})
+}
+
+// noRetries turns go-redis's retries off, so a lost reply is an error.
+func noRetries(o *redis.Options) { o.MaxRetries = -1 }
+
+// Defect 2: after an Unlock whose outcome was unknown (the server
+// decremented, the reply was lost), the next Unlock sent the stale count,
+// was taken for a re-send of the first and changed nothing: the lock was
+// renewed for ever and nobody could take it again.
+func TestNextUnlockAfterUnknownOutcomeReleases(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		proxy, viaProxy := b.NewProxiedClient(t, noRetries)
+		c := clientOn(t, viaProxy)
+		warmScripts(t, c)
+		l := newLock(t, c, name)
+		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, l.Lock(ctx))
+
+		proxy.DropNextReply("evalsha")
+		require.Error(t, l.Unlock(ctx), "the release ran but its reply was lost")
+		n, err := l.HoldCount(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, n, "the lost release ran")
+
+		require.NoError(t, l.Unlock(ctx), "the owner's last hold")
+		requireFree(t, b, name)
+	})
+}
+
+// Defect 2, re-entry form: a re-entry whose reply was lost returned an
+// error; the owner unlocked once (its one successful Lock) and the lock
+// stayed held, renewed for ever.
+func TestUnlockAfterLostReentryReplyReleases(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		proxy, viaProxy := b.NewProxiedClient(t, noRetries)
+		c := clientOn(t, viaProxy)
+		warmScripts(t, c)
+		l := newLock(t, c, name)
+		require.NoError(t, l.Lock(ctx))
+
+		proxy.DropNextReply("evalsha")
+		require.Error(t, l.TryLock(ctx), "the re-entry ran but its reply was lost")
+		require.NoError(t, l.Unlock(ctx), "the owner's one successful Lock")
+		requireFree(t, b, name)
+
+		// A blocking Lock outlives the lost reply: it settles and tries
+		// again, and the owner has exactly the holds it was told of.
+		require.NoError(t, l.Lock(ctx))
+		proxy.DropNextReply("evalsha")
+		require.NoError(t, l.Lock(ctx))
+		require.Equal(t, 2, proxy.Dropped())
+		n, err := l.HoldCount(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 2, n)
+		require.NoError(t, l.Unlock(ctx))
+		require.NoError(t, l.Unlock(ctx))
+		requireFree(t, b, name)
+	})
+}
+
+// Defect 2, abandoned form: a re-entry granted after its caller's ctx ended
+// is released again in the background; when that release's reply was lost,
+// the owner's next Unlock left the extra hold behind for ever.
+func TestUnlockAfterFailedCleanupOfAbandonedReentryReleases(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		proxy, viaProxy := b.NewProxiedClient(t, noRetries)
+		c := clientOn(t, viaProxy)
+		warmScripts(t, c)
+		l := newLock(t, c, name)
+		require.NoError(t, l.Lock(ctx))
+
+		actx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		// The re-entry is granted, then ctx ends and the clean-up release's
+		// reply is lost.
+		returned, restore := core.AbandonNextGrant(actx, func() {
+			proxy.DropNextReply("evalsha")
+			cancel()
+		})
+		defer restore()
+		err := l.Lock(actx)
+		returned()
+		require.ErrorIs(t, err, context.Canceled)
+		require.Eventually(t, func() bool { return proxy.Dropped() == 1 }, 5*time.Second, time.Millisecond)
+
+		require.NoError(t, l.Unlock(ctx), "the owner's one successful Lock")
+		requireFree(t, b, name)
+	})
+}
+
+// requireFree checks, through a client of its own, that another owner can
+// take the lock called name at once.
+func requireFree(t *testing.T, b *redistest.Backend, name string) {
+	t.Helper()
+	ctx := context.Background()
+	n, err := b.NewClient(t).Exists(ctx, name).Result()
+	require.NoError(t, err)
+	require.Zero(t, n, "the lock outlived its owner's last successful Unlock")
+	other := newLock(t, newClient(t, b), name)
+	require.NoError(t, other.TryLock(ctx))
+	require.NoError(t, other.Unlock(ctx))
+}
+
+// Defect 3: a re-entry with an explicit lease set the TTL of a lock the
+// watchdog renews to that lease, while the watchdog kept its schedule: the
+// lock expired under its holder, who was told nothing.
+func TestReentryWithShortLeaseKeepsWatchdogProtection(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		l := newLock(t, newClient(t, b), name)
+		require.NoError(t, l.Lock(ctx)) // watchdog mode: a 30 s lease
+		require.NoError(t, l.LockLease(ctx, 200*time.Millisecond))
+		ttl, err := l.TTL(ctx)
+		require.NoError(t, err)
+		require.Greater(t, ttl, 10*time.Second, "the re-entry shortened a lease the watchdog renews")
+		require.NoError(t, l.Unlock(ctx))
+		ttl, err = l.TTL(ctx)
+		require.NoError(t, err)
+		require.Greater(t, ttl, 10*time.Second, "releasing the re-entry shortened the lease")
+		require.NoError(t, l.Err())
+		require.NoError(t, l.Unlock(ctx))
+		require.NoError(t, l.Err())
+	})
+}
+
+// Defect 3, explicit form: a re-entry with a shorter explicit lease cut
+// the lease its owner asked for on the outer hold.
+func TestReentryWithShorterLeaseNeverShortensTheLock(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		l := newLock(t, newClient(t, b), name)
+		require.NoError(t, l.LockLease(ctx, time.Minute))
+		require.NoError(t, l.LockLease(ctx, 200*time.Millisecond))
+		ttl, err := l.TTL(ctx)
+		require.NoError(t, err)
+		require.Greater(t, ttl, 30*time.Second, "the re-entry shortened the outer hold's lease")
+		require.NoError(t, l.Unlock(ctx))
+		ttl, err = l.TTL(ctx)
+		require.NoError(t, err)
+		require.Greater(t, ttl, 30*time.Second, "releasing the re-entry shortened the lease")
+		require.NoError(t, l.Unlock(ctx))
+	})
+}
+
+// Defect 7: a waiter woken by a release whose attempt then failed (here:
+// its ctx ended between the wake-up and the attempt) consumed the wake-up;
+// the client's other waiters slept until the TTL they had seen while the
+// lock was free.
+func TestWakeUpOfFailedAttemptIsPassedOn(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		// A long max-poll: waiters move only when woken or at the TTL.
+		c := newClient(t, b, reentrant.WithMaxPoll(time.Minute))
+		holder := newLock(t, newClient(t, b), name)
+		require.NoError(t, holder.Lock(ctx)) // a 30 s lease
+
+		firstCtx, cancelFirst := context.WithCancel(ctx)
+		defer cancelFirst()
+		first, second := newLock(t, c, name), newLock(t, c, name)
+		firstDone := make(chan error, 1)
+		go func() { firstDone <- first.Lock(firstCtx) }()
+		require.Eventually(t, func() bool { return c.Waiters().Waiters == 1 }, 5*time.Second, time.Millisecond)
+		secondCtx, cancelSecond := context.WithTimeout(ctx, 10*time.Second)
+		defer cancelSecond()
+		secondDone := make(chan error, 1)
+		go func() { secondDone <- second.Lock(secondCtx) }()
+		require.Eventually(t, func() bool { return c.Waiters().Waiters == 2 }, 5*time.Second, time.Millisecond)
+
+		restore := core.FailNextWokenAttempt(firstCtx, cancelFirst)
+		defer restore()
+		require.NoError(t, holder.Unlock(ctx))
+		require.ErrorIs(t, <-firstDone, context.Canceled)
+		require.NoError(t, <-secondDone, "the wake-up the failed attempt consumed was not passed on")
+		require.NoError(t, second.Unlock(ctx))
+	})
+}
+
+// Defect 8: the hold's mutex was taken before anything watched ctx, so a
+// Lock waited past its ctx behind an earlier abandoned attempt of the same
+// owner that was stuck in go-redis's read timeout.
+func TestLockReturnsAtCtxEndBehindAbandonedAttempt(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		proxy, viaProxy := b.NewProxiedClient(t, func(o *redis.Options) {
+			o.ReadTimeout = 3 * time.Second
+			o.MaxRetries = -1
+		})
+		c := clientOn(t, viaProxy)
+		warmScripts(t, c)
+		l := newLock(t, c, name)
+		proxy.Blackhole(true)
+		t.Cleanup(func() { proxy.Blackhole(false); proxy.ResetAll() })
+
+		try := func(op func(context.Context) error) time.Duration {
+			cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			err := op(cctx)
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			return time.Since(start)
+		}
+		try(l.Lock) // abandoned; its attempt waits out the read timeout
+		require.Less(t, try(l.Lock), time.Second, "Lock waited behind the abandoned attempt")
+		require.Less(t, try(l.TryLock), time.Second, "TryLock waited behind the abandoned attempt")
+		require.Less(t, try(l.Unlock), time.Second, "Unlock waited behind the abandoned attempt")
+		require.Less(t, try(func(ctx context.Context) error { return l.SetLease(ctx, time.Minute) }), time.Second,
+			"SetLease waited behind the abandoned attempt")
+	})
+}
+
+// Defect 9: the client kept a record of every lock taken with an explicit
+// lease and left to expire, so a service locking per request leaked
+// memory without bound.
+func TestExpiredExplicitLeasesAreForgotten(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b)
+		n := 100_000
+		switch {
+		case b.IsMini(): // every script scans miniredis's keys
+			n = 2_000
+		case testing.Short() || raceEnabled:
+			n = 5_000 // the scale run is the plain one on redis-server
+		}
+		prefix := redistest.Name(t) + ":"
+		var wg sync.WaitGroup
+		const workers = 16
+		errs := make(chan error, workers)
+		for w := range workers {
+			wg.Go(func() {
+				for i := w; i < n; i += workers {
+					l, err := reentrant.New(c, prefix+strconv.Itoa(i))
+					if err == nil {
+						err = l.TryLockLease(ctx, 5*time.Millisecond)
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		require.Eventually(t, func() bool { return core.Records(c) == 0 }, 30*time.Second, 10*time.Millisecond,
+			"the client still keeps records of %d expired leases", core.Records(c))
+	})
+}
+
+// Defect 10: a renewal that ran on the server after the last release, and
+// whose reply was read before Unlock stopped the renewal, ended the holding
+// period with ErrLockLost although Unlock succeeded.
+func TestCleanUnlockIsNotReportedAsLoss(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		proxy, viaProxy := b.NewProxiedClient(t)
+		c := clientOn(t, viaProxy, shortWatchdog(300*time.Millisecond))
+		warmScripts(t, c)
+		l := newLock(t, c, name)
+		require.NoError(t, l.Lock(ctx))
+
+		// The release runs; before its reply reaches Unlock, the watchdog
+		// renews and finds the lock gone. go-redis then re-sends the
+		// release, which answers from its latch.
+		proxy.DropNextReplyThen("evalsha", func() {
+			lost := c.Watchdog().Stats().Lost
+			deadline := time.Now().Add(5 * time.Second)
+			for c.Watchdog().Stats().Lost == lost && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond) // polling a counter, not synchronising
+			}
+		})
+		require.NoError(t, l.Unlock(ctx))
+		require.Equal(t, 1, proxy.Dropped())
+		<-l.Done()
+		require.NoError(t, l.Err(), "a clean Unlock was reported as a loss")
+	})
+}
+
+// A nil ctx panicked in every entry point, while the docs promise "never a
+// panic".
+func TestNilContextIsAnErrorNotAPanic(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		var nilCtx context.Context
+		c := newClient(t, b)
+		l := newLock(t, c, redistest.Name(t))
+		for what, op := range map[string]func() error{
+			"Lock":         func() error { return l.Lock(nilCtx) },
+			"TryLock":      func() error { return l.TryLock(nilCtx) },
+			"LockLease":    func() error { return l.LockLease(nilCtx, time.Second) },
+			"TryLockLease": func() error { return l.TryLockLease(nilCtx, time.Second) },
+			"SetLease":     func() error { return l.SetLease(nilCtx, time.Second) },
+			"Unlock":       func() error { return l.Unlock(nilCtx) },
+			"ForceUnlock":  func() error { _, err := l.ForceUnlock(nilCtx); return err },
+			"IsLocked":     func() error { _, err := l.IsLocked(nilCtx); return err },
+			"IsHeld":       func() error { _, err := l.IsHeld(nilCtx); return err },
+			"HoldCount":    func() error { _, err := l.HoldCount(nilCtx); return err },
+			"TTL":          func() error { _, err := l.TTL(nilCtx); return err },
+			"Owner":        func() error { _, err := l.Owner(nilCtx); return err },
+		} {
+			var err error
+			require.NotPanics(t, func() { err = op() }, what)
+			require.ErrorIs(t, err, rlock.ErrInvalidArgument, what)
+		}
+	})
+}
+
+// Unlock after Close returned ErrClosed and left the lock held until its
+// lease ran out; it releases now.
+func TestUnlockAfterCloseReleases(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		c, err := reentrant.NewClient(b.NewClient(t))
+		require.NoError(t, err)
+		l := newLock(t, c, name)
+		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, c.Close())
+		require.ErrorIs(t, l.Err(), rlock.ErrClosed)
+		require.NoError(t, l.Unlock(ctx))
+		require.NoError(t, l.Unlock(ctx))
+		requireFree(t, b, name)
+	})
+}
+
+// A blocking Lock returned the first transient Redis error (an i/o timeout
+// during a short outage) with most of its ctx left; it keeps trying until
+// ctx ends now.
+func TestLockKeepsTryingThroughTransientErrors(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		proxy, viaProxy := b.NewProxiedClient(t, func(o *redis.Options) {
+			o.ReadTimeout = 100 * time.Millisecond
+			o.DialTimeout = 100 * time.Millisecond
+			o.MaxRetries = -1
+		})
+		c := clientOn(t, viaProxy)
+		warmScripts(t, c)
+		holder := newLock(t, newClient(t, b), name)
+		require.NoError(t, holder.LockLease(ctx, time.Minute))
+
+		// The waiter's first attempt meets the outage.
+		proxy.Blackhole(true)
+		lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		got := make(chan error, 1)
+		go func() { got <- newLock(t, c, name).Lock(lctx) }()
+		require.Never(t, func() bool { return len(got) > 0 }, 500*time.Millisecond, 10*time.Millisecond,
+			"Lock returned a transient error with its ctx alive")
+		proxy.Blackhole(false)
+		proxy.ResetAll()
+		require.NoError(t, holder.Unlock(ctx))
+		require.NoError(t, <-got)
+
+		// When ctx ends during an outage, the error says both.
+		proxy.Blackhole(true)
+		dctx, cancel2 := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel2()
+		err := newLock(t, c, name).Lock(dctx) // held by the waiter above
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		var netErr interface{ Timeout() bool }
+		require.True(t, errors.As(err, &netErr), "the last Redis error is wrapped too: %v", err)
+	})
+}
