@@ -31,7 +31,7 @@ type hold struct {
 	lease  time.Duration // TTL restored by a release that leaves holds
 	watch  *watchdog.Lease
 
-	held    atomic.Bool            // count > 0, readable without sem
+	held    atomic.Bool           // count > 0, readable without sem
 	ep      atomic.Pointer[epoch] // the current holding period
 	waiting atomic.Int32          // fair lock: the owner's Lock calls waiting in the queue
 }

@@ -420,4 +420,3 @@ func (l *Lock) attempt(ctx context.Context, h *hold, lease time.Duration, join b
 		return r.ttl, r.err
 	}
 }
-

@@ -137,4 +137,3 @@ var closedChan = func() chan struct{} {
 	close(c)
 	return c
 }()
-
