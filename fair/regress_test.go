@@ -1,0 +1,82 @@
+package fair_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlock-go/rlock/internal/redistest"
+	"github.com/rlock-go/rlock/reentrant"
+)
+
+// warm loads every fair-lock script on c's server, so that a dropped reply
+// hits an EVALSHA that ran.
+func warm(t *testing.T, c *reentrant.Client) {
+	t.Helper()
+	ctx := context.Background()
+	l := newLock(t, c, "warm:"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	require.NoError(t, l.Lock(ctx))
+	require.NoError(t, l.Unlock(ctx))
+	_, err := l.ForceUnlock(ctx)
+	require.NoError(t, err)
+}
+
+// Defect 1, fair lock: a ForceUnlock that deleted nothing and whose reply
+// was lost was re-sent after another owner took the lock, and deleted it.
+func TestResentForceUnlockDoesNotDeleteNewHolder(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		proxy, viaProxy := b.NewProxiedClient(t)
+		c := clientOn(t, viaProxy)
+		warm(t, c)
+		other := newLock(t, newClient(t, b), name)
+
+		proxy.DropNextReplyThen("evalsha", func() {
+			if err := other.TryLock(ctx); err != nil {
+				t.Errorf("the other owner could not take the free lock: %v", err)
+			}
+		})
+		deleted, err := newLock(t, c, name).ForceUnlock(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, proxy.Dropped())
+		require.False(t, deleted, "the lock was free when the force unlock ran")
+		held, err := other.IsHeld(ctx)
+		require.NoError(t, err)
+		require.True(t, held, "the re-sent force unlock deleted the new holder's lock")
+		require.NoError(t, other.Unlock(ctx))
+	})
+}
+
+// Defect 2, fair lock: after an Unlock whose reply was lost, the owner's
+// next Unlock was taken for a re-send and changed nothing; the queue never
+// moved again.
+func TestQueueMovesAfterUnlockWithUnknownOutcome(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		proxy, viaProxy := b.NewProxiedClient(t, func(o *redis.Options) { o.MaxRetries = -1 })
+		c := clientOn(t, viaProxy)
+		warm(t, c)
+		l := newLock(t, c, name)
+		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, l.Lock(ctx))
+
+		waiter := newLock(t, newClient(t, b), name)
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		got := make(chan error, 1)
+		go func() { got <- waiter.Lock(wctx) }()
+		require.Eventually(t, func() bool { return len(queue(t, l)) == 1 }, 5*time.Second, time.Millisecond)
+
+		proxy.DropNextReply("evalsha")
+		require.Error(t, l.Unlock(ctx), "the release ran but its reply was lost")
+		require.NoError(t, l.Unlock(ctx), "the owner's last hold")
+		require.NoError(t, <-got, "the queue did not move")
+		require.NoError(t, waiter.Unlock(ctx))
+	})
+}
