@@ -4,18 +4,42 @@
 -- KEYS[3]  the latch key of this request (same hash slot as KEYS[1])
 -- ARGV[1]  the message to publish
 -- ARGV[2]  latch lifetime in milliseconds
--- Reply:   1 if a lock was deleted, 0 if there was none.
+-- ARGV[3]  optional: the holders the caller expects, as their owner fields
+--          sorted and joined with newlines; the lock is deleted only if
+--          exactly they hold it
+-- Reply:   1 if the lock was deleted, 0 if there was none, -1 if it is held
+--          by others than ARGV[3] (nothing changed).
 --
 -- The outcome is recorded in the latch whatever it was, and a re-sent
 -- request answers from it: a re-send after another owner took the lock
 -- must not delete that owner's lock.
+
+-- holders_are reports whether the owner fields of hash (every field but a
+-- read-write lock's "mode"), sorted and joined with newlines, are want.
+local function holders_are(hash, want)
+  local fields = {}
+  for _, f in ipairs(redis.call('HKEYS', hash)) do
+    if f ~= 'mode' then
+      table.insert(fields, f)
+    end
+  end
+  table.sort(fields)
+  return table.concat(fields, '\n') == want
+end
+
 local done = redis.call('GET', KEYS[3])
 if done then
   return tonumber(done)
 end
-local deleted = redis.call('DEL', KEYS[1])
-if deleted == 1 then
+local outcome = 0
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  outcome = -1
+  if not ARGV[3] or holders_are(KEYS[1], ARGV[3]) then
+    outcome = redis.call('DEL', KEYS[1])
+  end
+end
+if outcome == 1 then
   redis.call('PUBLISH', KEYS[2], ARGV[1])
 end
-redis.call('SET', KEYS[3], deleted, 'PX', ARGV[2])
-return deleted
+redis.call('SET', KEYS[3], outcome, 'PX', ARGV[2])
+return outcome

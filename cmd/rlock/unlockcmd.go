@@ -7,7 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlock-go/rlock/fair"
+	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/core"
 	"github.com/rlock-go/rlock/internal/inspect"
 	"github.com/rlock-go/rlock/reentrant"
 )
@@ -88,49 +89,42 @@ func unlockCmd(ctx context.Context, args []string, e env) error {
 		}
 	}
 
-	// The question may have taken a while: if the lock changed hands, the
-	// operator confirmed something else. (A change between this read and
-	// the deletion is still possible, in a window of one round trip.)
-	if !yes {
-		now, err := inspect.Read(ctx, rdb, name, time.Now())
-		if err != nil {
-			return err
-		}
-		if !now.Locked {
-			fmt.Fprintf(e.stdout, "%s was released meanwhile; nothing to do.\n", name)
-			return nil
-		}
-		if !sameHolders(r, now) {
-			return fmt.Errorf("not unlocked: %q changed hands while you were asked (now held by %s); run again", name, describeHolders(now))
-		}
-	}
-
-	// A fair lock's waiters listen on their own channels: its force unlock
-	// wakes the head of the queue; the reentrant one publishes on the lock
-	// channel.
+	// The question may have taken a while: the lock is deleted only if the
+	// holders shown still hold it, checked and deleted in one script. A
+	// fair lock's force unlock wakes the head of its queue; the reentrant
+	// one publishes on the lock channel.
 	c, err := reentrant.NewClient(rdb)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	var l interface {
-		ForceUnlock(context.Context) (bool, error)
-	}
+	cc, _ := core.Of(c)
+	kind := core.Reentrant
 	if len(r.Queue) > 0 {
-		l, err = fair.New(c, name)
-	} else {
-		l, err = reentrant.New(c, name)
+		kind = core.Fair
 	}
+	l, err := cc.NewLock(name, core.LockConfig{Kind: kind, Lease: rlock.WatchdogMode})
 	if err != nil {
 		return err
 	}
-	deleted, err := l.ForceUnlock(ctx)
+	fields := make([]string, len(r.Holders))
+	for i, h := range r.Holders {
+		fields[i] = h.Field
+	}
+	outcome, err := l.ForceUnlockHeldBy(ctx, fields)
 	if err != nil {
 		return err
 	}
-	if !deleted {
+	switch outcome {
+	case 0:
 		fmt.Fprintf(e.stdout, "%s was released before the force-unlock; nothing deleted.\n", name)
 		return nil
+	case -1:
+		now, err := inspect.Read(ctx, rdb, name, time.Now())
+		if err != nil {
+			return fmt.Errorf("not unlocked: %q changed hands meanwhile; run again", name)
+		}
+		return fmt.Errorf("not unlocked: %q changed hands meanwhile (now held by %s); run again", name, describeHolders(now))
 	}
 	fmt.Fprintf(e.stdout, "Force-unlocked %s (was held by %s).\n", name, held)
 	if r.Mode != "" {
@@ -160,16 +154,4 @@ func describeHolders(r *inspect.Report) string {
 		s += ", no expiry"
 	}
 	return s
-}
-
-func sameHolders(a, b *inspect.Report) bool {
-	if len(a.Holders) != len(b.Holders) {
-		return false
-	}
-	for i := range a.Holders {
-		if a.Holders[i].Field != b.Holders[i].Field {
-			return false
-		}
-	}
-	return true
 }

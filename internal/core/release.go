@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -254,21 +256,31 @@ func (h *hold) stopRenewal(err error) {
 // re-sent ForceUnlock answers from the record its first run left and
 // changes nothing more. It works after the client was closed too.
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
+	n, err := l.forceUnlock(ctx)
+	return n == 1, err
+}
+
+// ForceUnlockHeldBy is ForceUnlock that deletes the lock only if exactly
+// the owner fields holders hold it, checked and deleted in one step (for
+// an operator who confirmed whom they dispossess). It reports 1 when it
+// deleted the lock, 0 when the lock was free, -1 when others hold it.
+func (l *Lock) ForceUnlockHeldBy(ctx context.Context, holders []string) (int64, error) {
+	sorted := slices.Clone(holders)
+	slices.Sort(sorted)
+	return l.forceUnlock(ctx, strings.Join(sorted, "\n"))
+}
+
+func (l *Lock) forceUnlock(ctx context.Context, expect ...any) (int64, error) {
 	if err := CheckContext(ctx); err != nil {
-		return false, err
+		return 0, err
 	}
-	var cmd *redis.Cmd
-	keys := l.releaseKeys()
+	script, args := scripts.ForceUnlock, []any{rlock.UnlockMessage, l.c.replay.Milliseconds()}
 	if l.cfg.Kind == Fair {
-		cmd = l.c.run(context.WithoutCancel(ctx), scripts.FairForceUnlock, keys,
-			rlock.UnlockMessage, l.c.replay.Milliseconds(), l.channel)
-	} else {
-		cmd = l.c.run(context.WithoutCancel(ctx), scripts.ForceUnlock, keys,
-			rlock.UnlockMessage, l.c.replay.Milliseconds())
+		script, args = scripts.FairForceUnlock, append(args, l.channel)
 	}
-	n, err := cmd.Int64()
+	n, err := l.c.run(context.WithoutCancel(ctx), script, l.releaseKeys(), append(args, expect...)...).Int64()
 	if err != nil {
-		return false, fmt.Errorf("rlock: force-unlocking %q: %w", l.name, err)
+		return 0, fmt.Errorf("rlock: force-unlocking %q: %w", l.name, err)
 	}
-	return n == 1, nil
+	return n, nil
 }
