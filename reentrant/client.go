@@ -212,7 +212,10 @@ func (c *Client) ReplicaSync() (time.Duration, bool) { return c.c.ReplicaSync() 
 // Blocked Lock calls return ErrClosed; every lock still held by this
 // client is reported lost (its Done channel closes, its Err wraps
 // ErrLockLost and ErrClosed), since nothing renews it any more: it expires
-// when its lease runs out. Close sends nothing itself and does not close
-// the go-redis client (fair-lock waiters leaving their queue may still use
-// it briefly). It is idempotent and returns nil.
+// when its lease runs out, unless its owner still calls Unlock, which
+// works after Close (as do ForceUnlock and the queries) as long as the
+// go-redis client is open: close the rlock client first, then the go-redis
+// client. Lock, TryLock and SetLease return ErrClosed. Close sends nothing
+// itself and does not close the go-redis client (fair-lock waiters leaving
+// their queue may still use it briefly). It is idempotent and returns nil.
 func (c *Client) Close() error { return c.c.Close() }

@@ -96,23 +96,36 @@ func (l *Lock) Owner(ctx context.Context) (string, error) { return l.l.Owner(ctx
 // its remaining TTL has passed, or at the latest every max-poll interval
 // for a lock without expiry.
 //
-// When ctx ends first, Lock returns at once with an error wrapping ctx's
+// A transient Redis error (a timeout, a broken connection, a failover under
+// way) does not end the wait: Lock tries again, backing off from 10 ms to
+// 1 s, until ctx ends; then the error wraps both ctx's error and the last
+// Redis error. Errors that trying again cannot mend (a key of another
+// type under the lock's name, a loss found at re-entry) are returned at
+// once, never as acquired.
+//
+// When ctx ends first, Lock returns at once (within the time it takes to
+// notice, not the Redis client's timeouts) with an error wrapping ctx's
 // error (context.Canceled or context.DeadlineExceeded), and the owner ends
 // up holding nothing more than before: an attempt already sent finishes in
-// the background and releases the hold again if it was granted. It returns
-// ErrClosed if the client is closed, and Redis errors as they are (never
-// as acquired).
+// the background and releases the hold again if it was granted. With a
+// ctx that never ends, an outage makes Lock wait until Redis answers. It
+// returns ErrClosed if the client is closed.
 func (l *Lock) Lock(ctx context.Context) error { return l.l.Lock(ctx) }
 
 // TryLock makes one attempt. It returns nil when the caller's owner now
 // holds the lock (re-entry included), an error wrapping ErrNotObtained when
 // another owner holds it, and ctx's error if ctx ended before or during the
-// attempt (a hold obtained then is released again).
+// attempt (a hold obtained then is released again). A Redis error is
+// returned at once; if the attempt's reply was lost after it ran, the hold
+// it may have taken is given back, so an error never leaves the owner
+// holding more than before and TryLock may simply be called again.
 func (l *Lock) TryLock(ctx context.Context) error { return l.l.TryLock(ctx) }
 
 // LockLease is Lock with lease for this acquisition instead of the
 // handle's WithLease setting: a positive lease, or rlock.WatchdogMode. A
-// re-entry by an owner whose lock the watchdog renews leaves it renewed.
+// re-entry never takes protection away from the holds already there: on a
+// lock the watchdog renews it leaves the watchdog on, and it never sets a
+// TTL shorter than the one left (a longer lease extends it).
 func (l *Lock) LockLease(ctx context.Context, lease time.Duration) error {
 	return l.l.LockLease(ctx, lease)
 }
@@ -124,8 +137,10 @@ func (l *Lock) TryLockLease(ctx context.Context, lease time.Duration) error {
 
 // SetLease changes the lease of the caller's owner's current holding: a
 // positive lease sets the lock's TTL to it and stops watchdog renewal;
-// rlock.WatchdogMode hands the lock to the watchdog. Releases that leave
-// holds restore the new lease. It returns an error wrapping ErrNotHeld, and
+// rlock.WatchdogMode hands the lock to the watchdog. Unlike a re-entry's
+// lease, SetLease may shorten the lease: it is the owner's own decision for
+// the whole holding. Releases that leave holds restore the new lease (never
+// shortening what is left). It returns an error wrapping ErrNotHeld, and
 // changes nothing, when the owner holds no hold (the holding period then
 // ends as lost if the client believed it held). Like Unlock it runs to
 // completion even when ctx is cancelled.
@@ -140,13 +155,21 @@ func (l *Lock) SetLease(ctx context.Context, lease time.Duration) error {
 // released, expired or force-unlocked: the holding period then ends as
 // lost).
 //
-// Unlock runs to completion even when ctx is already cancelled, so a
-// deferred Unlock with a finished request context still releases; only the
-// Redis client's own timeouts bound it. If it fails with a Redis error
-// while releasing the last hold, the watchdog stops renewing anyway, so the
-// lock is released at the latest when its lease runs out, and the holding
-// period ends (Done closes, Err wraps ErrLockLost). A release re-sent by
-// the Redis client after a lost reply takes effect once.
+// Once sent, a release runs to completion even when ctx is cancelled, so
+// a deferred Unlock with a finished request context still releases; only
+// the Redis client's own timeouts bound it. ctx only bounds the wait for
+// another call of the same owner on this lock still in progress: if ctx
+// ends first, Unlock returns ctx's error and nothing was sent (call it
+// again). It works after the client was closed too.
+//
+// A release re-sent by the Redis client after a lost reply takes effect
+// once. If Unlock fails with any other error (a Redis error: its reply was
+// lost and the outcome is unknown), the client completes the release
+// itself, in the background or at the owner's next call on this lock,
+// whatever that call is: do not call Unlock again for the same hold. If it
+// was the last hold, the watchdog stops renewing at once and the holding
+// period ends (Done closes, Err wraps ErrLockLost), so the lock is released
+// at the latest when its lease runs out.
 func (l *Lock) Unlock(ctx context.Context) error { return l.l.Unlock(ctx) }
 
 // ForceUnlock deletes the lock whoever holds it and wakes a waiter. It
@@ -177,15 +200,20 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) { return l.l.TTL(
 // last took part in ends: by the owner's last Unlock, or by loss (see Err).
 // Before the handle's first acquisition it returns a closed channel. Select
 // on it inside a long critical section to stop work once the lock is lost.
-// Loss is detected by the watchdog, at an Unlock, or at a re-entry; a lock
-// with an explicit lease (WithLease) is not watched, so its expiry does not
-// close Done: such a holder must finish within its lease.
+// Loss is detected by the watchdog, at an Unlock, or at a re-entry; with
+// an explicit lease (WithLease, LockLease) the holding period also ends
+// when the lease has run out (counted from when the acquisition was sent,
+// so never later than Redis expires the lock), with an Err wrapping
+// ErrLockLost.
 func (l *Lock) Done() <-chan struct{} { return l.l.Done() }
 
 // Err returns nil while the holding period this handle last took part in
 // goes on, or when it ended by Unlock; after a loss it returns an error
 // wrapping rlock.ErrLockLost that says why (not held at renewal, lease ran
-// out while Redis was unreachable, not held at unlock, client closed).
+// out while Redis was unreachable, an explicit lease ran out, not held at
+// unlock, client closed). A renewal that finds the lock gone because the
+// owner's own last release just ran is not a loss: after a successful
+// Unlock, Err is nil.
 func (l *Lock) Err() error { return l.l.Err() }
 
 // Token returns the fencing token of the holding period this handle last

@@ -130,10 +130,11 @@ func (l *Lock) releaseLocked(ctx context.Context, h *hold) error {
 	if err != nil {
 		err = fmt.Errorf("rlock: releasing %q: %w", l.name, err)
 		if unknownOutcome(err) {
-			// The owner meant to drop a hold: the next call makes sure
-			// it is dropped, whatever happened here.
+			// The owner meant to drop a hold: it is dropped, whatever
+			// happened here, in the background or by the owner's next call.
 			h.setCount(h.count - 1)
 			h.unsure = true
+			l.settleSoon(h)
 		}
 		if h.count <= 0 { // the outcome is unknown: stop renewing, let the lease decide
 			h.stopRenewal(fmt.Errorf("%w: the last release failed, renewal stopped: %w", rlock.ErrLockLost, err))
