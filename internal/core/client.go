@@ -57,9 +57,10 @@ type Config struct {
 	Watchdog []watchdog.Option // the watchdog's options
 	Logger   *slog.Logger      // where background failures are logged; nil: nowhere
 
-	// ReplicaSync is the WAIT timeout of replica sync; 0: the default
-	// (replsync.DefaultTimeout), used when the go-redis client supports it
-	// and its ReadTimeout is longer.
+	// ReplicaSync is the WAIT timeout of replica sync; 0: the default,
+	// replsync.TimeoutFor the go-redis ReadTimeout (1 s, or half the
+	// ReadTimeout when that is shorter), used when the go-redis client
+	// supports replica sync.
 	ReplicaSync time.Duration
 	// NoReplicaSync turns replica sync off.
 	NoReplicaSync bool
@@ -100,25 +101,8 @@ func NewClient(rdb rlock.Redis, cfg Config) (*Client, error) {
 	}
 	var sync *replsync.Syncer
 	if !cfg.NoReplicaSync {
-		explicit := cfg.ReplicaSync > 0
-		if !explicit {
-			cfg.ReplicaSync = replsync.DefaultTimeout
-		}
-		opts := []replsync.Option{replsync.WithTimeout(cfg.ReplicaSync)}
-		if cfg.AutoPipeline {
-			opts = append(opts, replsync.WithAutoPipeline())
-		}
-		sync, err = replsync.New(rdb, opts...)
-		switch {
-		case errors.Is(err, replsync.ErrUnsupportedClient) && !explicit:
-			sync = nil // a Ring, or a wrapper: no replica sync
-		case err != nil:
+		if sync, err = newSyncer(rdb, cfg); err != nil {
 			return nil, err
-		case !explicit && readTimeout(rdb) > 0 && readTimeout(rdb) <= cfg.ReplicaSync:
-			sync = nil // WAIT's reply would outlast the read timeout
-		case explicit && readTimeout(rdb) > 0 && readTimeout(rdb) <= cfg.ReplicaSync:
-			return nil, fmt.Errorf("%w: replica sync timeout %v is not shorter than the Redis client's ReadTimeout %v",
-				rlock.ErrInvalidArgument, cfg.ReplicaSync, readTimeout(rdb))
 		}
 	}
 	return &Client{
@@ -134,6 +118,41 @@ func NewClient(rdb rlock.Redis, cfg Config) (*Client, error) {
 		closing:  make(chan struct{}),
 		holds:    make(map[holdKey]*hold),
 	}, nil
+}
+
+// newSyncer returns the replica syncer of a client on rdb, or nil (replica
+// sync off) for a go-redis client that cannot run it: a Ring, a wrapper,
+// or a ReadTimeout under 2 ms, which leaves no room for WAIT (logged once,
+// as a warning). Without an explicit timeout, WAIT gets
+// replsync.TimeoutFor the ReadTimeout; an explicit one must be shorter than
+// the ReadTimeout.
+func newSyncer(rdb rlock.Redis, cfg Config) (*replsync.Syncer, error) {
+	rt := readTimeout(rdb)
+	explicit := cfg.ReplicaSync > 0
+	timeout := cfg.ReplicaSync
+	switch {
+	case explicit && rt > 0 && rt <= timeout:
+		return nil, fmt.Errorf("%w: replica sync timeout %v is not shorter than the Redis client's ReadTimeout %v",
+			rlock.ErrInvalidArgument, timeout, rt)
+	case !explicit:
+		timeout = replsync.TimeoutFor(rt)
+	}
+	opts := []replsync.Option{replsync.WithTimeout(max(timeout, time.Millisecond))}
+	if cfg.AutoPipeline {
+		opts = append(opts, replsync.WithAutoPipeline())
+	}
+	s, err := replsync.New(rdb, opts...)
+	switch {
+	case errors.Is(err, replsync.ErrUnsupportedClient) && !explicit:
+		return nil, nil // a Ring, or a wrapper: no replica sync
+	case err != nil:
+		return nil, err
+	case timeout == 0:
+		cfg.Logger.Warn("rlock: replica sync is off: the Redis client's ReadTimeout is too short for WAIT (under 2ms); acquisitions are not checked against the replicas",
+			"readTimeout", rt)
+		return nil, nil
+	}
+	return s, nil
 }
 
 // IsNil reports whether v is nil or a typed nil pointer, map, etc.

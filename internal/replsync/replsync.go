@@ -43,6 +43,24 @@ const (
 	DefaultRefresh = 5 * time.Second
 )
 
+// TimeoutFor returns the default WAIT timeout for a Redis client whose
+// ReadTimeout is readTimeout: DefaultTimeout, or half of readTimeout when
+// that is shorter, since the replies of the script and of WAIT are read
+// within one ReadTimeout and the other half is left for the script and the
+// round trip. A readTimeout of 0 or less (none) gives DefaultTimeout. It
+// returns 0 when readTimeout is under 2 ms: no WAIT timeout fits (WAIT's
+// shortest is 1 ms; WAIT 0 would wait for ever).
+func TimeoutFor(readTimeout time.Duration) time.Duration {
+	if readTimeout <= 0 {
+		return DefaultTimeout
+	}
+	d := min(DefaultTimeout, readTimeout/2).Truncate(time.Millisecond)
+	if d < time.Millisecond {
+		return 0
+	}
+	return d
+}
+
 // ErrUnsupportedClient is returned by New for a client that cannot run a
 // script and WAIT on one connection to a key's master (a *redis.Ring, or a
 // wrapper that hides the client type).
