@@ -63,11 +63,16 @@ func WithWatchdog(opts ...watchdog.Option) ClientOption {
 // original was instead of as "not held". Each last release (and each force
 // unlock) leaves one small key for this long. The default is derived from
 // the go-redis client's options, as the longest a re-sent copy can follow
-// the original: MaxRetries × (MaxRetryBackoff + DialTimeout + WriteTimeout
-// + ReadTimeout), between 1 s and 5 min (34.5 s for go-redis defaults); 60
-// s when the options cannot be read. Only the reply depends on it: a copy
-// arriving later still never changes lock state a second time, it is just
-// answered ErrNotHeld. It must be positive.
+// the original: (sends - 1) × (MaxRetryBackoff + DialTimeout + WriteTimeout
+// + ReadTimeout), between 1 s and 5 min, where sends is 1 + MaxRetries for
+// a Client or a Ring, and for a ClusterClient (MaxRedirects + 1) × (1 +
+// MaxRetries) × 4, since go-redis re-sends after a timeout within its
+// redirect budget and the client runs a script up to three more times
+// after a connection error on a cluster (plus those pauses, 600 ms). With
+// go-redis v9.23 defaults that is 48 s for a Client and 4 min for a
+// ClusterClient; 60 s when the options cannot be read. Only the reply
+// depends on it: a copy arriving later still never changes lock state a
+// second time, it is just answered ErrNotHeld. It must be positive.
 func WithReplayWindow(d time.Duration) ClientOption {
 	return func(c *core.Config) error {
 		if d <= 0 {

@@ -179,21 +179,13 @@ func readTimeout(rdb rlock.Redis) time.Duration {
 	return 0
 }
 
-// replayWindow bounds how long go-redis may go on re-sending one command.
+// replayWindow bounds how long after its first send a copy of one script
+// call may still be sent: (sends - 1) × (dial + write + read + backoff),
+// plus the client's own pauses between re-runs, between 1 s and 5 min
+// (see replaySends).
 func replayWindow(rdb rlock.Redis) time.Duration {
-	var retries int
-	var dial, read, write, backoff time.Duration
-	switch c := rdb.(type) {
-	case interface{ Options() *redis.Options }: // Client, failover Client
-		o := c.Options()
-		retries, dial, read, write, backoff = o.MaxRetries, o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.MaxRetryBackoff
-	case *redis.ClusterClient:
-		o := c.Options()
-		retries, dial, read, write, backoff = o.MaxRetries, o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.MaxRetryBackoff
-	case *redis.Ring:
-		o := c.Options()
-		retries, dial, read, write, backoff = o.MaxRetries, o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.MaxRetryBackoff
-	default:
+	sends, o, pauses, ok := replaySends(rdb)
+	if !ok {
 		return time.Minute
 	}
 	pos := func(d time.Duration) time.Duration {
@@ -202,8 +194,41 @@ func replayWindow(rdb rlock.Redis) time.Duration {
 		}
 		return d
 	}
-	w := time.Duration(max(retries, 0)) * (pos(dial) + pos(read) + pos(write) + max(backoff, 0))
+	each := pos(o.DialTimeout) + pos(o.WriteTimeout) + pos(o.ReadTimeout) + max(o.MaxRetryBackoff, 0)
+	w := time.Duration(sends-1)*each + pauses
 	return min(max(w, time.Second), 5*time.Minute)
+}
+
+// replaySends returns how many times one script call of this client may be
+// sent (the first send included), the go-redis options that time each
+// try, and the pauses of the client's own re-runs; false if rdb is not a
+// go-redis client it knows. A Client sends 1 + MaxRetries times; a Ring
+// makes 1 + MaxRetries tries on its shard clients, which do not retry. A
+// ClusterClient makes MaxRedirects + 1 tries (go-redis counts a re-send
+// after a timeout against MaxRedirects, as a redirect), each a call of a
+// node client that itself sends 1 + MaxRetries times (the cluster's
+// default MaxRetries is none); and run calls the ClusterClient again after
+// a connection error, len(clusterRetries) more times.
+func replaySends(rdb rlock.Redis) (int, redis.Options, time.Duration, bool) {
+	switch c := rdb.(type) {
+	case interface{ Options() *redis.Options }: // Client, failover Client
+		o := c.Options()
+		return 1 + max(o.MaxRetries, 0), *o, 0, true
+	case *redis.ClusterClient:
+		o := c.Options()
+		var pauses time.Duration
+		for _, p := range clusterRetries {
+			pauses += p
+		}
+		sends := (max(o.MaxRedirects, 0) + 1) * (1 + max(o.MaxRetries, 0)) * (1 + len(clusterRetries))
+		return sends, redis.Options{DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout,
+			WriteTimeout: o.WriteTimeout, MaxRetryBackoff: o.MaxRetryBackoff}, pauses, true
+	case *redis.Ring:
+		o := c.Options()
+		return 1 + max(o.MaxRetries, 0), redis.Options{DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout,
+			WriteTimeout: o.WriteTimeout, MaxRetryBackoff: o.MaxRetryBackoff}, 0, true
+	}
+	return 0, redis.Options{}, 0, false
 }
 
 // ID returns the client ID, the first half of every owner field.
