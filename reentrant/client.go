@@ -63,11 +63,16 @@ func WithWatchdog(opts ...watchdog.Option) ClientOption {
 // original was instead of as "not held". Each last release (and each force
 // unlock) leaves one small key for this long. The default is derived from
 // the go-redis client's options, as the longest a re-sent copy can follow
-// the original: MaxRetries × (MaxRetryBackoff + DialTimeout + WriteTimeout
-// + ReadTimeout), between 1 s and 5 min (34.5 s for go-redis defaults); 60
-// s when the options cannot be read. Only the reply depends on it: a copy
-// arriving later still never changes lock state a second time, it is just
-// answered ErrNotHeld. It must be positive.
+// the original: (sends - 1) × (MaxRetryBackoff + DialTimeout + WriteTimeout
+// + ReadTimeout), between 1 s and 5 min, where sends is 1 + MaxRetries for
+// a Client or a Ring, and for a ClusterClient (MaxRedirects + 1) × (1 +
+// MaxRetries) × 4, since go-redis re-sends after a timeout within its
+// redirect budget and the client runs a script up to three more times
+// after a connection error on a cluster (plus those pauses, 600 ms). With
+// go-redis v9.23 defaults that is 48 s for a Client and 4 min for a
+// ClusterClient; 60 s when the options cannot be read. Only the reply
+// depends on it: a copy arriving later still never changes lock state a
+// second time, it is just answered ErrNotHeld. It must be positive.
 func WithReplayWindow(d time.Duration) ClientOption {
 	return func(c *core.Config) error {
 		if d <= 0 {
@@ -106,16 +111,21 @@ func WithLogger(l *slog.Logger) ClientOption {
 
 // WithReplicaSync sets how long an acquisition waits for the master's
 // replicas to acknowledge it (WAIT, pipelined with the acquire script on
-// the same connection to the lock's master; default 1 s). Replica sync is
-// on by default: when the master has connected replicas and none
-// acknowledges in time, the acquisition is undone, TryLock returns
+// the same connection to the lock's master). Replica sync is on by
+// default: when the master has connected replicas and none acknowledges
+// in time, the acquisition is undone, TryLock returns
 // rlock.ErrNotReplicated and Lock tries again within its context. Partial
-// acknowledgement passes; a master without replicas is not waited on. It
-// needs a *redis.Client (plain or failover) or a *redis.ClusterClient, and
-// a timeout shorter than the go-redis ReadTimeout (3 s by default); with
-// the default timeout, other clients (a Ring, a wrapper) and shorter read
-// timeouts just get no replica sync, while an explicit timeout makes
-// NewClient report ErrInvalidArgument. d must be at least 1 ms.
+// acknowledgement passes; a master without replicas is not waited on. On a
+// cluster, MOVED, ASK and TRYAGAIN replies (a slot migration) are followed
+// as the ClusterClient follows them. It needs a *redis.Client (plain or
+// failover) or a *redis.ClusterClient; other clients (a Ring, a wrapper)
+// get no replica sync unless d is given, when NewClient reports the error.
+// The WAIT reply is read within the go-redis ReadTimeout, so d must be
+// shorter than it (else NewClient reports ErrInvalidArgument); the default
+// is 1 s, or half the ReadTimeout when that is shorter (100 ms for a 200
+// ms ReadTimeout). Only a ReadTimeout under 2 ms leaves no room for WAIT:
+// replica sync is then off by default, and NewClient logs a warning (see
+// WithLogger). d must be at least 1 ms.
 func WithReplicaSync(d time.Duration) ClientOption {
 	return func(c *core.Config) error {
 		if d < time.Millisecond {

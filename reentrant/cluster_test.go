@@ -245,3 +245,64 @@ func TestClusterUnlockAfterFailoverWithoutReroute(t *testing.T) {
 	}
 	require.NoError(t, err, "unlock within 15 s of the failover")
 }
+
+// TestReplicaSyncFollowsMovedSlot is defect 6 of issue 12: with replica
+// sync on (the default wherever masters have replicas), after a slot
+// migration every TryLock on the moved slot failed with MOVED until the
+// ClusterClient happened to reload its slot map, while a client without
+// replica sync followed the move. Mid-migration, ASK was returned the same
+// way. Both are followed now.
+func TestReplicaSyncFollowsMovedSlot(t *testing.T) {
+	c := redistest.StartCluster(t) // slots are migrated: a cluster of its own
+	ctx := context.Background()
+	name := redistest.Name(t)
+	slot := rlock.Slot(name)
+	synced := clientOn(t, c.NewClient(t))
+	d, on := synced.ReplicaSync()
+	require.True(t, on)
+	require.Equal(t, time.Second, d)
+	other := clientOn(t, c.NewClient(t))
+	plain := clientOn(t, c.NewClient(t), reentrant.WithoutReplicaSync())
+	a := newLock(t, synced, name, reentrant.WithFencing())
+	b := newLock(t, other, name, reentrant.WithFencing())
+	p := newLock(t, plain, name, reentrant.WithFencing())
+	for _, l := range []*reentrant.Lock{a, b, p} { // each client learns the slot map
+		require.NoError(t, l.TryLock(ctx))
+		require.NoError(t, l.Unlock(ctx))
+	}
+	from := c.MasterFor(t, slot)
+	var to *redistest.Server
+	for _, m := range c.Masters(t) {
+		if m.Addr() != from.Addr() {
+			to = m
+		}
+	}
+
+	c.MigrateSlot(t, slot, to)
+	require.NoError(t, p.TryLock(ctx), "without replica sync")
+	require.NoError(t, p.Unlock(ctx))
+	require.NoError(t, a.TryLock(ctx), "with replica sync the move is followed too")
+	require.ErrorIs(t, b.TryLock(ctx), rlock.ErrNotObtained)
+
+	// Back to the old master, mid-migration, with the lock's keys (hash
+	// and token counter) already moved: the new master serves them after
+	// an ASK.
+	mig := c.StartMigration(t, slot, from)
+	require.GreaterOrEqual(t, mig.MoveKeys(t), 2) // and release latches
+	require.ErrorIs(t, b.TryLock(ctx), rlock.ErrNotObtained, "excluded, through ASK")
+	tok := a.Token()
+	require.NoError(t, a.TryLock(ctx), "a re-entry through ASK")
+	require.Equal(t, tok, a.Token())
+	n, err := a.HoldCount(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	// A release has more keys than the script can find on either master
+	// until the migration ends (TRYAGAIN): finish it first.
+	mig.Finish(t)
+	require.NoError(t, a.Unlock(ctx))
+	require.NoError(t, a.Unlock(ctx))
+	require.NoError(t, b.TryLock(ctx))
+	require.Greater(t, b.Token(), tok)
+	require.NoError(t, b.Unlock(ctx))
+	require.NoError(t, a.Err())
+}

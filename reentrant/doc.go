@@ -59,11 +59,15 @@
 //
 // WithFencing makes each grant from free to held draw a strictly larger
 // fencing token (Token), for stores that can refuse stale writers. Replica
-// sync (WithReplicaSync, on by default where the go-redis client allows
-// it) pipelines WAIT with every acquisition on the lock's master and undoes
-// an acquisition that no connected replica acknowledged, so a failover
-// cannot silently hand the lock to a second owner; TryLock then reports
-// rlock.ErrNotReplicated and Lock tries again.
+// sync (WithReplicaSync, on by default for a *redis.Client or a
+// *redis.ClusterClient) pipelines WAIT with every acquisition on the lock's
+// master and undoes an acquisition that no connected replica acknowledged,
+// so a failover cannot silently hand the lock to a second owner; TryLock
+// then reports rlock.ErrNotReplicated and Lock tries again. WAIT's default
+// timeout is 1 s, or half the go-redis ReadTimeout when that is shorter;
+// only a ReadTimeout under 2 ms turns it off, with a warning on the
+// client's logger. On a cluster it follows MOVED, ASK and TRYAGAIN (slot
+// migrations) as the ClusterClient does.
 //
 // The same Client serves the fair lock (package fair); package multilock
 // and package redlock combine locks of any kind.

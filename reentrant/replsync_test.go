@@ -1,9 +1,14 @@
 package reentrant_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/stretchr/testify/require"
 
@@ -88,4 +93,69 @@ func TestReplicaSyncedLockSurvivesSentinelFailover(t *testing.T) {
 	require.NoError(t, l.Unlock(ctx))
 	require.NoError(t, other.TryLock(ctx))
 	require.NoError(t, other.Unlock(ctx))
+}
+
+// TestReplicaSyncNotSilentlyOffWithShortReadTimeout: replica sync was
+// switched off, silently, when the go-redis ReadTimeout was 1 s or less
+// (the default WAIT timeout, 1 s, did not fit in it), and the README's
+// advice for RedLock nodes (ReadTimeout 200 ms) did exactly that. Now the
+// default WAIT timeout is half the ReadTimeout when that is shorter than
+// 1 s: replica sync stays on, and an acquisition no replica acknowledges
+// is still undone.
+func TestReplicaSyncNotSilentlyOffWithShortReadTimeout(t *testing.T) {
+	r := redistest.StartReplicated(t)
+	ctx := context.Background()
+	rdb := r.Master.NewClient(t, func(o *redis.Options) { o.ReadTimeout = 200 * time.Millisecond })
+	c := clientOn(t, rdb)
+	d, on := c.ReplicaSync()
+	require.True(t, on, "replica sync stays on")
+	require.Equal(t, 100*time.Millisecond, d, "WAIT gets half the ReadTimeout")
+	l := newLock(t, c, redistest.Name(t))
+	require.NoError(t, l.TryLock(ctx), "the replica acknowledges within the read timeout")
+	require.NoError(t, l.Unlock(ctx))
+	r.Replica.Freeze()
+	defer r.Replica.Thaw()
+	require.ErrorIs(t, l.TryLock(ctx), rlock.ErrNotReplicated, "and an unacknowledged acquisition is undone")
+
+	// The same on a cluster: 1 s (go-redis' default is 5 s) gives 500 ms.
+	cc := redistest.SharedCluster(t).NewClient(t, func(o *redis.ClusterOptions) { o.ReadTimeout = time.Second })
+	d, on = clientOn(t, cc).ReplicaSync()
+	require.True(t, on)
+	require.Equal(t, 500*time.Millisecond, d)
+
+	// An explicit timeout that does not fit is still refused.
+	_, err := reentrant.NewClient(rdb, reentrant.WithReplicaSync(200*time.Millisecond))
+	require.ErrorIs(t, err, rlock.ErrInvalidArgument)
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// With a ReadTimeout too short for any WAIT (under 2 ms), replica sync is
+// off, and the client says so once, as a warning on its logger.
+func TestReplicaSyncOffIsLogged(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ReadTimeout: time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+	var logs syncBuffer
+	c := clientOn(t, rdb, reentrant.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	_, on := c.ReplicaSync()
+	require.False(t, on)
+	require.Contains(t, logs.String(), "level=WARN")
+	require.Contains(t, logs.String(), "replica sync is off")
+	require.Equal(t, 1, bytes.Count([]byte(logs.String()), []byte("replica sync")), "once")
 }

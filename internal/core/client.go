@@ -57,9 +57,10 @@ type Config struct {
 	Watchdog []watchdog.Option // the watchdog's options
 	Logger   *slog.Logger      // where background failures are logged; nil: nowhere
 
-	// ReplicaSync is the WAIT timeout of replica sync; 0: the default
-	// (replsync.DefaultTimeout), used when the go-redis client supports it
-	// and its ReadTimeout is longer.
+	// ReplicaSync is the WAIT timeout of replica sync; 0: the default,
+	// replsync.TimeoutFor the go-redis ReadTimeout (1 s, or half the
+	// ReadTimeout when that is shorter), used when the go-redis client
+	// supports replica sync.
 	ReplicaSync time.Duration
 	// NoReplicaSync turns replica sync off.
 	NoReplicaSync bool
@@ -100,25 +101,8 @@ func NewClient(rdb rlock.Redis, cfg Config) (*Client, error) {
 	}
 	var sync *replsync.Syncer
 	if !cfg.NoReplicaSync {
-		explicit := cfg.ReplicaSync > 0
-		if !explicit {
-			cfg.ReplicaSync = replsync.DefaultTimeout
-		}
-		opts := []replsync.Option{replsync.WithTimeout(cfg.ReplicaSync)}
-		if cfg.AutoPipeline {
-			opts = append(opts, replsync.WithAutoPipeline())
-		}
-		sync, err = replsync.New(rdb, opts...)
-		switch {
-		case errors.Is(err, replsync.ErrUnsupportedClient) && !explicit:
-			sync = nil // a Ring, or a wrapper: no replica sync
-		case err != nil:
+		if sync, err = newSyncer(rdb, cfg); err != nil {
 			return nil, err
-		case !explicit && readTimeout(rdb) > 0 && readTimeout(rdb) <= cfg.ReplicaSync:
-			sync = nil // WAIT's reply would outlast the read timeout
-		case explicit && readTimeout(rdb) > 0 && readTimeout(rdb) <= cfg.ReplicaSync:
-			return nil, fmt.Errorf("%w: replica sync timeout %v is not shorter than the Redis client's ReadTimeout %v",
-				rlock.ErrInvalidArgument, cfg.ReplicaSync, readTimeout(rdb))
 		}
 	}
 	return &Client{
@@ -134,6 +118,41 @@ func NewClient(rdb rlock.Redis, cfg Config) (*Client, error) {
 		closing:  make(chan struct{}),
 		holds:    make(map[holdKey]*hold),
 	}, nil
+}
+
+// newSyncer returns the replica syncer of a client on rdb, or nil (replica
+// sync off) for a go-redis client that cannot run it: a Ring, a wrapper,
+// or a ReadTimeout under 2 ms, which leaves no room for WAIT (logged once,
+// as a warning). Without an explicit timeout, WAIT gets
+// replsync.TimeoutFor the ReadTimeout; an explicit one must be shorter than
+// the ReadTimeout.
+func newSyncer(rdb rlock.Redis, cfg Config) (*replsync.Syncer, error) {
+	rt := readTimeout(rdb)
+	explicit := cfg.ReplicaSync > 0
+	timeout := cfg.ReplicaSync
+	switch {
+	case explicit && rt > 0 && rt <= timeout:
+		return nil, fmt.Errorf("%w: replica sync timeout %v is not shorter than the Redis client's ReadTimeout %v",
+			rlock.ErrInvalidArgument, timeout, rt)
+	case !explicit:
+		timeout = replsync.TimeoutFor(rt)
+	}
+	opts := []replsync.Option{replsync.WithTimeout(max(timeout, time.Millisecond))}
+	if cfg.AutoPipeline {
+		opts = append(opts, replsync.WithAutoPipeline())
+	}
+	s, err := replsync.New(rdb, opts...)
+	switch {
+	case errors.Is(err, replsync.ErrUnsupportedClient) && !explicit:
+		return nil, nil // a Ring, or a wrapper: no replica sync
+	case err != nil:
+		return nil, err
+	case timeout == 0:
+		cfg.Logger.Warn("rlock: replica sync is off: the Redis client's ReadTimeout is too short for WAIT (under 2ms); acquisitions are not checked against the replicas",
+			"readTimeout", rt)
+		return nil, nil
+	}
+	return s, nil
 }
 
 // IsNil reports whether v is nil or a typed nil pointer, map, etc.
@@ -160,21 +179,13 @@ func readTimeout(rdb rlock.Redis) time.Duration {
 	return 0
 }
 
-// replayWindow bounds how long go-redis may go on re-sending one command.
+// replayWindow bounds how long after its first send a copy of one script
+// call may still be sent: (sends - 1) × (dial + write + read + backoff),
+// plus the client's own pauses between re-runs, between 1 s and 5 min
+// (see replaySends).
 func replayWindow(rdb rlock.Redis) time.Duration {
-	var retries int
-	var dial, read, write, backoff time.Duration
-	switch c := rdb.(type) {
-	case interface{ Options() *redis.Options }: // Client, failover Client
-		o := c.Options()
-		retries, dial, read, write, backoff = o.MaxRetries, o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.MaxRetryBackoff
-	case *redis.ClusterClient:
-		o := c.Options()
-		retries, dial, read, write, backoff = o.MaxRetries, o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.MaxRetryBackoff
-	case *redis.Ring:
-		o := c.Options()
-		retries, dial, read, write, backoff = o.MaxRetries, o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.MaxRetryBackoff
-	default:
+	sends, o, pauses, ok := replaySends(rdb)
+	if !ok {
 		return time.Minute
 	}
 	pos := func(d time.Duration) time.Duration {
@@ -183,8 +194,41 @@ func replayWindow(rdb rlock.Redis) time.Duration {
 		}
 		return d
 	}
-	w := time.Duration(max(retries, 0)) * (pos(dial) + pos(read) + pos(write) + max(backoff, 0))
+	each := pos(o.DialTimeout) + pos(o.WriteTimeout) + pos(o.ReadTimeout) + max(o.MaxRetryBackoff, 0)
+	w := time.Duration(sends-1)*each + pauses
 	return min(max(w, time.Second), 5*time.Minute)
+}
+
+// replaySends returns how many times one script call of this client may be
+// sent (the first send included), the go-redis options that time each
+// try, and the pauses of the client's own re-runs; false if rdb is not a
+// go-redis client it knows. A Client sends 1 + MaxRetries times; a Ring
+// makes 1 + MaxRetries tries on its shard clients, which do not retry. A
+// ClusterClient makes MaxRedirects + 1 tries (go-redis counts a re-send
+// after a timeout against MaxRedirects, as a redirect), each a call of a
+// node client that itself sends 1 + MaxRetries times (the cluster's
+// default MaxRetries is none); and run calls the ClusterClient again after
+// a connection error, len(clusterRetries) more times.
+func replaySends(rdb rlock.Redis) (int, redis.Options, time.Duration, bool) {
+	switch c := rdb.(type) {
+	case interface{ Options() *redis.Options }: // Client, failover Client
+		o := c.Options()
+		return 1 + max(o.MaxRetries, 0), *o, 0, true
+	case *redis.ClusterClient:
+		o := c.Options()
+		var pauses time.Duration
+		for _, p := range clusterRetries {
+			pauses += p
+		}
+		sends := (max(o.MaxRedirects, 0) + 1) * (1 + max(o.MaxRetries, 0)) * (1 + len(clusterRetries))
+		return sends, redis.Options{DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout,
+			WriteTimeout: o.WriteTimeout, MaxRetryBackoff: o.MaxRetryBackoff}, pauses, true
+	case *redis.Ring:
+		o := c.Options()
+		return 1 + max(o.MaxRetries, 0), redis.Options{DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout,
+			WriteTimeout: o.WriteTimeout, MaxRetryBackoff: o.MaxRetryBackoff}, 0, true
+	}
+	return 0, redis.Options{}, 0, false
 }
 
 // ID returns the client ID, the first half of every owner field.

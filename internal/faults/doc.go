@@ -9,7 +9,9 @@
 // SIGSTOP past the lease, the server killed and restarted, the pub/sub
 // connection killed (CLIENT KILL TYPE pubsub), and, through the test
 // harness's TCP proxy, latency, a black hole, connection resets and replies
-// lost after their command ran.
+// lost after their command ran; on a Redis Cluster, the lock's slot
+// migrated between masters under load (a redirect must never reach a
+// caller).
 //
 // Each worker acts as a careful user: it repeats a call whose outcome was
 // unknown (a timeout, a reset, a lost reply) until it gets an answer, and

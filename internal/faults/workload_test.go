@@ -30,7 +30,10 @@ type config struct {
 	lease     time.Duration // watchdog lease
 	section   time.Duration // longest critical section
 	redisOpts []func(*redis.Options)
-	viaProxy  bool // dial through a fault-injection proxy
+	// clusterOpts apply to the workers' ClusterClients on a cluster
+	// backend (b.Cluster set), where redisOpts and viaProxy do not apply.
+	clusterOpts []func(*redis.ClusterOptions)
+	viaProxy    bool // dial through a fault-injection proxy
 	// inject runs while the workers run, until stop is closed.
 	inject func(r *rig, stop <-chan struct{})
 	// linearizable and exclusive select the checks that apply to the fault.
@@ -41,6 +44,9 @@ type config struct {
 	// fair runs the fair lock instead of the reentrant one; fifo also
 	// checks that waiters are granted in queue order.
 	fair, fifo bool
+	// forbid, if set, reports errors that must never reach a caller under
+	// this fault; the run fails if any does.
+	forbid func(error) bool
 	// grace is how long after its return a call with an unknown outcome may
 	// still take effect (negative: any time); see history.CheckLinearizable.
 	grace   time.Duration
@@ -57,7 +63,7 @@ type rig struct {
 	rec     *history.Recorder
 	ctx     context.Context
 	proxy   *redistest.Proxy
-	direct  *redis.Client // bypasses the proxy; for checks
+	direct  redis.UniversalClient // bypasses the proxy; for checks
 	workers []*worker
 	// inside receives a worker's id, without blocking, when it enters its
 	// critical section: fault injectors use it to strike while a lock is held.
@@ -70,6 +76,9 @@ type rig struct {
 	// tokenMismatch counts re-entries whose token differed from the
 	// holding period's.
 	tokenMismatch int
+
+	forbidden     atomic.Int64 // calls that returned an error cfg.forbid rejects
+	forbiddenLast atomic.Value // the last such error, as a string
 }
 
 // grant is a holding period's first acquisition and its fencing token.
@@ -119,7 +128,7 @@ func newRig(t *testing.T, b *redistest.Backend, cfg config) *rig {
 		name:   redistest.Name(t),
 		rec:    history.NewRecorder(),
 		ctx:    ctx,
-		direct: b.NewClient(t),
+		direct: b.Universal(t),
 		inside: make(chan int, 1),
 	}
 	addr := b.Addr
@@ -130,8 +139,13 @@ func newRig(t *testing.T, b *redistest.Backend, cfg config) *rig {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("%s: seed %d, %d clients, %d rounds each, watchdog lease %v", cfg.fault, seed, cfg.clients, cfg.rounds, cfg.lease)
 	for i := range cfg.clients {
-		opts := append([]func(*redis.Options){func(o *redis.Options) { o.Addr = addr }}, cfg.redisOpts...)
-		rdb := b.NewClient(t, opts...)
+		var rdb rlock.Redis
+		if b.Cluster != nil {
+			rdb = b.Cluster.NewClient(t, cfg.clusterOpts...)
+		} else {
+			opts := append([]func(*redis.Options){func(o *redis.Options) { o.Addr = addr }}, cfg.redisOpts...)
+			rdb = b.NewClient(t, opts...)
+		}
 		c, err := reentrant.NewClient(rdb, reentrant.WithWatchdog(watchdog.WithLease(cfg.lease)))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = c.Close() })
@@ -242,6 +256,9 @@ func (r *rig) check() {
 			t.Errorf("FIFO: %v", v)
 		}
 	}
+	if n := r.forbidden.Load(); n > 0 {
+		t.Errorf("%d calls returned an error that must not reach a caller under this fault, the last: %v", n, r.forbiddenLast.Load())
+	}
 	if !r.cfg.tokensReset {
 		res.tokens, res.tokenViolations = r.checkTokens()
 		res.tokensChecked = true
@@ -298,6 +315,10 @@ func (w *worker) do(k history.Kind) (out history.Outcome, retried bool, err erro
 			err = w.l.TryLock(ctx)
 		default:
 			err = w.l.Unlock(ctx)
+		}
+		if err != nil && w.r.cfg.forbid != nil && w.r.cfg.forbid(err) {
+			w.r.forbidden.Add(1)
+			w.r.forbiddenLast.Store(err.Error())
 		}
 		out = history.Classify(k, err)
 		if out != history.Unknown || ctx.Err() != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -643,4 +644,192 @@ func KeyInSlot(prefix string, slot int) string {
 			return k
 		}
 	}
+}
+
+// Migration is a slot being moved from one master to another, as
+// "redis-cli --cluster reshard" moves it: StartMigration marks it, MoveKeys
+// moves its keys, Finish hands it over. Between StartMigration and Finish
+// the slot is mid-migration: its old master answers ASK for a key it does
+// not have (a client must then send ASKING and the command to the new
+// master), either answers TRYAGAIN for a multi-key command whose keys are
+// split between them, and the cluster's slot map still names the old
+// master.
+type Migration struct {
+	c        *Cluster
+	slot     int
+	from, to ClusterNode
+	finished bool
+}
+
+// StartMigration starts moving slot from its current master to the master
+// to: CLUSTER SETSLOT slot IMPORTING on to, then MIGRATING on the old
+// master. No key moves yet. If the test ends before Finish, the migration
+// is finished in t.Cleanup (so a shared cluster is left whole).
+func (c *Cluster) StartMigration(t testing.TB, slot int, to *Server) *Migration {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), clusterReadyTimeout)
+	defer cancel()
+	nodes := c.Topology(t)
+	m := &Migration{c: c, slot: slot}
+	for _, n := range nodes {
+		if n.Addr == to.Addr() {
+			m.to = n
+		}
+		for _, r := range n.Slots {
+			if n.Master && !n.Failed && r[0] <= slot && slot <= r[1] {
+				m.from = n
+			}
+		}
+	}
+	switch {
+	case m.from.ID == "":
+		t.Fatalf("redistest: no master serves slot %d", slot)
+	case m.to.ID == "" || !m.to.Master || m.to.Failed:
+		t.Fatalf("redistest: %s is not a running master", to.Addr())
+	case m.to.ID == m.from.ID:
+		t.Fatalf("redistest: slot %d is already served by %s", slot, to.Addr())
+	}
+	s := strconv.Itoa(slot)
+	if _, err := query(ctx, m.to.Addr, "cluster", "setslot", s, "importing", m.from.ID); err != nil {
+		t.Fatalf("redistest: starting the migration of slot %d: %v", slot, err)
+	}
+	if _, err := query(ctx, m.from.Addr, "cluster", "setslot", s, "migrating", m.to.ID); err != nil {
+		t.Fatalf("redistest: starting the migration of slot %d: %v", slot, err)
+	}
+	t.Cleanup(func() {
+		if !m.finished {
+			m.Finish(t)
+		}
+	})
+	return m
+}
+
+// From returns the address of the master the slot is moving from.
+func (m *Migration) From() string { return m.from.Addr }
+
+// To returns the address of the master the slot is moving to.
+func (m *Migration) To() string { return m.to.Addr }
+
+// MoveKeys moves every key of the slot that is still on the old master to
+// the new one (CLUSTER GETKEYSINSLOT, then MIGRATE ... KEYS, which keeps
+// their TTLs), and returns how many it moved. The slot stays
+// mid-migration.
+func (m *Migration) MoveKeys(t testing.TB) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), clusterReadyTimeout)
+	defer cancel()
+	n, err := m.moveKeys(ctx)
+	if err != nil {
+		t.Fatalf("redistest: moving the keys of slot %d: %v", m.slot, err)
+	}
+	return n
+}
+
+func (m *Migration) moveKeys(ctx context.Context) (int, error) {
+	src := redis.NewClient(&redis.Options{Addr: m.from.Addr, MaxRetries: -1, Protocol: 2})
+	defer src.Close()
+	host, port, err := net.SplitHostPort(m.to.Addr)
+	if err != nil {
+		return 0, err
+	}
+	moved := 0
+	for {
+		keys, err := src.ClusterGetKeysInSlot(ctx, m.slot, 100).Result()
+		if err != nil {
+			return moved, err
+		}
+		if len(keys) == 0 {
+			return moved, nil
+		}
+		args := []any{"migrate", host, port, "", 0, 5000, "keys"}
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		if err := src.Do(ctx, args...).Err(); err != nil && !errors.Is(err, redis.Nil) {
+			// NOKEY: they expired or were deleted since GETKEYSINSLOT.
+			if !redis.HasErrorPrefix(err, "NOKEY") {
+				return moved, fmt.Errorf("MIGRATE to %s: %w", m.to.Addr, err)
+			}
+		}
+		moved += len(keys)
+	}
+}
+
+// Finish moves the keys left on the old master (MoveKeys), then assigns the
+// slot to the new master on the new master, the old one and every other
+// master (CLUSTER SETSLOT slot NODE), and waits until every running node
+// names the new master as the slot's owner. A ClusterClient that has not
+// reloaded its slot map still sends the slot to the old master, which
+// answers MOVED.
+func (m *Migration) Finish(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), clusterReadyTimeout)
+	defer cancel()
+	if err := m.finish(ctx); err != nil {
+		t.Fatalf("redistest: finishing the migration of slot %d: %v", m.slot, err)
+	}
+}
+
+func (m *Migration) finish(ctx context.Context) error {
+	m.finished = true
+	if _, err := m.moveKeys(ctx); err != nil {
+		return err
+	}
+	s := strconv.Itoa(m.slot)
+	addrs := []string{m.to.Addr, m.from.Addr}
+	nodes, err := m.c.topology(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if n.Master && !n.Failed && n.Addr != m.to.Addr && n.Addr != m.from.Addr {
+			addrs = append(addrs, n.Addr)
+		}
+	}
+	for _, a := range addrs {
+		if _, err := query(ctx, a, "cluster", "setslot", s, "node", m.to.ID); err != nil {
+			return err
+		}
+	}
+	return poll(ctx, func() error { return m.c.owns(ctx, m.to.Addr, m.slot) })
+}
+
+// owns reports an error unless every running node names addr as the
+// master of slot, with no migration of it in progress.
+func (c *Cluster) owns(ctx context.Context, addr string, slot int) error {
+	for _, s := range c.nodes {
+		if s.PID() == 0 {
+			continue
+		}
+		text, err := query(ctx, s.Addr(), "cluster", "nodes")
+		if err != nil {
+			return err
+		}
+		if strings.Contains(text, "["+strconv.Itoa(slot)+"-") {
+			return fmt.Errorf("%s still migrates slot %d", s.Addr(), slot)
+		}
+		nodes, err := parseClusterNodes(text)
+		if err != nil {
+			return err
+		}
+		owner := ""
+		for _, n := range nodes {
+			for _, r := range n.Slots {
+				if n.Master && r[0] <= slot && slot <= r[1] {
+					owner = n.Addr
+				}
+			}
+		}
+		if owner != addr {
+			return fmt.Errorf("%s sees slot %d at %q, not %s", s.Addr(), slot, owner, addr)
+		}
+	}
+	return nil
+}
+
+// MigrateSlot moves slot from its master to the master to, keys and all
+// (StartMigration, then Finish), and returns once every node agrees.
+func (c *Cluster) MigrateSlot(t testing.TB, slot int, to *Server) {
+	t.Helper()
+	c.StartMigration(t, slot, to).Finish(t)
 }

@@ -99,3 +99,58 @@ func TestKeyInSlot(t *testing.T) {
 		require.Equal(t, slot, rlock.Slot(k), k)
 	}
 }
+
+// A slot moved with MigrateSlot, and one left mid-migration: the old
+// master answers ASK for keys it no longer has, the new one serves them
+// after ASKING, and once finished the old master answers MOVED while a
+// ClusterClient follows it.
+func TestClusterMigrateSlot(t *testing.T) {
+	noLeaks(t)
+	c := StartCluster(t)
+	ctx := context.Background()
+	cc := c.NewClient(t)
+	key := Name(t)
+	slot := rlock.Slot(key)
+	require.NoError(t, cc.Set(ctx, key, "v", time.Hour).Err())
+	from := c.MasterFor(t, slot)
+	var to *Server
+	for _, m := range c.Masters(t) {
+		if m.Addr() != from.Addr() {
+			to = m
+			break
+		}
+	}
+	src, dst := from.NewClient(t), to.NewClient(t)
+
+	m := c.StartMigration(t, slot, to)
+	require.Equal(t, from.Addr(), m.From())
+	require.Equal(t, to.Addr(), m.To())
+	require.Equal(t, "v", src.Get(ctx, key).Val(), "the old master still serves a key it has")
+	require.Equal(t, 1, m.MoveKeys(t))
+	err := src.Get(ctx, key).Err()
+	require.True(t, redis.HasErrorPrefix(err, "ASK"), "ASK for a key it no longer has: %v", err)
+	require.Contains(t, err.Error(), to.Addr())
+	require.True(t, redis.HasErrorPrefix(dst.Get(ctx, key).Err(), "MOVED"), "without ASKING the new master sends the client back")
+	pipe := dst.Pipeline()
+	pipe.Do(ctx, "asking")
+	get := pipe.Get(ctx, key)
+	_, err = pipe.Exec(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "v", get.Val(), "served after ASKING")
+	require.Equal(t, from.Addr(), c.MasterFor(t, slot).Addr(), "the slot map names the old master until Finish")
+
+	m.Finish(t)
+	require.Equal(t, to.Addr(), c.MasterFor(t, slot).Addr())
+	err = src.Get(ctx, key).Err()
+	require.True(t, redis.HasErrorPrefix(err, "MOVED"), "MOVED once finished: %v", err)
+	require.Equal(t, "v", cc.Get(ctx, key).Val(), "a ClusterClient follows")
+	ttl, err := dst.PTTL(ctx, key).Result()
+	require.NoError(t, err)
+	require.Greater(t, ttl, 59*time.Minute, "MIGRATE kept the TTL")
+
+	// And back, in one call.
+	c.MigrateSlot(t, slot, from)
+	require.Equal(t, from.Addr(), c.MasterFor(t, slot).Addr())
+	require.Equal(t, "v", src.Get(ctx, key).Val())
+	c.WaitHealthy(t)
+}

@@ -21,6 +21,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,6 +42,24 @@ const (
 	// INFO is asked again.
 	DefaultRefresh = 5 * time.Second
 )
+
+// TimeoutFor returns the default WAIT timeout for a Redis client whose
+// ReadTimeout is readTimeout: DefaultTimeout, or half of readTimeout when
+// that is shorter, since the replies of the script and of WAIT are read
+// within one ReadTimeout and the other half is left for the script and the
+// round trip. A readTimeout of 0 or less (none) gives DefaultTimeout. It
+// returns 0 when readTimeout is under 2 ms: no WAIT timeout fits (WAIT's
+// shortest is 1 ms; WAIT 0 would wait for ever).
+func TimeoutFor(readTimeout time.Duration) time.Duration {
+	if readTimeout <= 0 {
+		return DefaultTimeout
+	}
+	d := min(DefaultTimeout, readTimeout/2).Truncate(time.Millisecond)
+	if d < time.Millisecond {
+		return 0
+	}
+	return d
+}
 
 // ErrUnsupportedClient is returned by New for a client that cannot run a
 // script and WAIT on one connection to a key's master (a *redis.Ring, or a
@@ -188,6 +208,18 @@ func (s *Syncer) Master(ctx context.Context, key string) (*redis.Client, error) 
 // the script. The script then ran once: a NOSCRIPT reply means it did not
 // run at all.
 //
+// On a cluster, Run follows redirects as the ClusterClient does for its own
+// commands, at most MaxRedirects times (ClusterOptions): after MOVED (the
+// slot has moved to another master) it reloads the client's slot map and
+// sends the script and WAIT to the new master; after ASK (the slot is
+// being migrated and the key is already on the new master) it sends
+// ASKING, the script and WAIT to that master, leaving the slot map as it
+// is; after TRYAGAIN (a migration has split the script's keys between two
+// masters) it pauses (MinRetryBackoff to MaxRetryBackoff, doubling) and
+// starts again from the slot map. None of these replies means the script
+// ran. When the redirects are used up, the last reply is returned as the
+// error.
+//
 // Errors: ErrInvalidArgument for no keys or a WAIT timeout not shorter than
 // the client's ReadTimeout; Redis errors as they are (the script's own
 // error in the returned Cmd, a connection error in both). When the
@@ -195,10 +227,11 @@ func (s *Syncer) Master(ctx context.Context, key string) (*redis.Client, error) 
 // command: go-redis may have re-sent the pipeline (MaxRetries), so scripts
 // run through Run must tolerate being applied twice, as rlock's do. Run
 // does not end early on a cancelled ctx unless the client's
-// ContextTimeoutEnabled is set; it waits for WAIT's reply at most the
-// timeout. On a cluster, a connection error also makes the ClusterClient
-// reload its slot map (in the background), so a call after a failover
-// reaches the promoted master.
+// ContextTimeoutEnabled is set (a pause before following TRYAGAIN does
+// end with ctx); it waits for WAIT's reply at most the timeout. On a
+// cluster, a connection error also makes the ClusterClient reload its slot
+// map (in the background), so a call after a failover reaches the promoted
+// master.
 func (s *Syncer) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) (*redis.Cmd, Result, error) {
 	if len(keys) == 0 {
 		return nil, Result{}, fmt.Errorf("%w: replica sync needs at least one key", rlock.ErrInvalidArgument)
@@ -207,6 +240,24 @@ func (s *Syncer) Run(ctx context.Context, script *redis.Script, keys []string, a
 	if err != nil {
 		return nil, Result{}, err
 	}
+	asking := false
+	for redirects := 0; ; redirects++ {
+		cmd, res, err := s.runOn(ctx, m, asking, script, keys, args)
+		if cmd == nil || s.cluster == nil || redirects >= s.cluster.Options().MaxRedirects {
+			return cmd, res, err
+		}
+		next, ask, ok := s.follow(ctx, m, cmd.Err(), redirects, keys[0])
+		if !ok {
+			return cmd, res, err
+		}
+		m, asking = next, ask
+	}
+}
+
+// runOn runs the script, and WAIT when m has replicas, on m; after ASKING
+// when asking is set (the first command after it may use a slot that m is
+// importing).
+func (s *Syncer) runOn(ctx context.Context, m *redis.Client, asking bool, script *redis.Script, keys []string, args []any) (*redis.Cmd, Result, error) {
 	if rt := m.Options().ReadTimeout; rt > 0 && s.timeout >= rt {
 		return nil, Result{}, fmt.Errorf("%w: replica sync timeout %v is not shorter than the client's ReadTimeout %v", rlock.ErrInvalidArgument, s.timeout, rt)
 	}
@@ -217,7 +268,7 @@ func (s *Syncer) Run(ctx context.Context, script *redis.Script, keys []string, a
 
 	var cmd *redis.Cmd
 	var wait *redis.IntCmd
-	if n == 0 {
+	if n == 0 && !asking {
 		// Nothing to wait for: a plain call (EVALSHA, EVAL on NOSCRIPT),
 		// cheaper in the client than a pipeline.
 		var sc redis.Scripter = m
@@ -229,9 +280,9 @@ func (s *Syncer) Run(ctx context.Context, script *redis.Script, keys []string, a
 		cmd = script.Run(ctx, sc, keys, args...)
 		err = cmd.Err()
 	} else {
-		cmd, wait, err = s.pipeline(ctx, m, n, script, true, keys, args)
+		cmd, wait, err = s.pipeline(ctx, m, n, asking, script, true, keys, args)
 		if err != nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-			cmd, wait, err = s.pipeline(ctx, m, n, script, false, keys, args)
+			cmd, wait, err = s.pipeline(ctx, m, n, asking, script, false, keys, args)
 		}
 	}
 	var rerr redis.Error
@@ -271,9 +322,13 @@ func (s *Syncer) Run(ctx context.Context, script *redis.Script, keys []string, a
 }
 
 // pipeline sends the script (EVALSHA, or EVAL with its source) and, when
-// n > 0, WAIT n timeout in one pipeline on m.
-func (s *Syncer) pipeline(ctx context.Context, m *redis.Client, n int, script *redis.Script, evalsha bool, keys []string, args []any) (*redis.Cmd, *redis.IntCmd, error) {
+// n > 0, WAIT n timeout in one pipeline on m; ASKING first when asking is
+// set.
+func (s *Syncer) pipeline(ctx context.Context, m *redis.Client, n int, asking bool, script *redis.Script, evalsha bool, keys []string, args []any) (*redis.Cmd, *redis.IntCmd, error) {
 	pipe := m.Pipeline()
+	if asking {
+		_ = pipe.Process(ctx, redis.NewStatusCmd(ctx, "asking"))
+	}
 	var cmd *redis.Cmd
 	if evalsha {
 		cmd = script.EvalSha(ctx, pipe, keys, args...)
@@ -288,6 +343,90 @@ func (s *Syncer) pipeline(ctx context.Context, m *redis.Client, n int, script *r
 	}
 	_, err := pipe.Exec(ctx)
 	return cmd, wait, err
+}
+
+// follow decides where the script goes after the reply err from m: the
+// next master, whether to send ASKING first, and false when err is not a
+// redirect (MOVED, ASK or TRYAGAIN) to follow. redirects is the number of
+// redirects followed so far.
+func (s *Syncer) follow(ctx context.Context, m *redis.Client, err error, redirects int, key string) (*redis.Client, bool, bool) {
+	moved, ask := redis.HasErrorPrefix(err, "MOVED"), redis.HasErrorPrefix(err, "ASK")
+	if moved || ask {
+		if next := s.node(ctx, redirectAddr(err, m.Options().Addr)); next != nil {
+			return next, ask, true
+		}
+		// A node the cluster does not report (yet): start again from the
+		// slot map, reloaded by s.node, after a pause.
+	} else if !redis.HasErrorPrefix(err, "TRYAGAIN") {
+		return nil, false, false
+	}
+	if !sleep(ctx, s.backoff(redirects)) {
+		return nil, false, false
+	}
+	next, err := s.Master(ctx, key)
+	if err != nil {
+		return nil, false, false
+	}
+	return next, false, true
+}
+
+// node reloads the cluster client's slot map (ForEachShard reloads it
+// before it visits the nodes) and returns the client of its node at addr,
+// or nil if the cluster does not report one there.
+func (s *Syncer) node(ctx context.Context, addr string) *redis.Client {
+	var mu sync.Mutex
+	var found *redis.Client
+	_ = s.cluster.ForEachShard(ctx, func(_ context.Context, c *redis.Client) error {
+		if c.Options().Addr == addr {
+			mu.Lock()
+			found = c
+			mu.Unlock()
+		}
+		return nil
+	})
+	return found
+}
+
+// redirectAddr returns the address of a MOVED or ASK reply ("MOVED <slot>
+// <host>:<port>"); an empty host (the server does not know its own) means
+// the host of the node that replied, at from.
+func redirectAddr(err error, from string) string {
+	f := strings.Fields(err.Error())
+	addr := f[len(f)-1]
+	if strings.HasPrefix(addr, ":") {
+		if host, _, err := net.SplitHostPort(from); err == nil {
+			addr = net.JoinHostPort(host, addr[1:])
+		}
+	}
+	return addr
+}
+
+// backoff returns the pause before the next try after redirects redirects,
+// as the ClusterClient pauses: random, from MinRetryBackoff up to
+// MinRetryBackoff << redirects, at most MaxRetryBackoff.
+func (s *Syncer) backoff(redirects int) time.Duration {
+	o := s.cluster.Options()
+	lo, hi := o.MinRetryBackoff, o.MaxRetryBackoff
+	if lo <= 0 {
+		return 0
+	}
+	d := lo + rand.N(lo<<min(redirects, 20))
+	return min(d, max(hi, lo))
+}
+
+// sleep waits d or until ctx ends, and reports whether d went by.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // Replicas returns the number of replicas connected to the master of key,

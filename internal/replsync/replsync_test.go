@@ -297,3 +297,20 @@ func TestSyncedLockSurvivesSentinelFailover(t *testing.T) {
 	require.Zero(t, n)
 	release(t, fc, name, "c:1")
 }
+
+func TestTimeoutFor(t *testing.T) {
+	for rt, want := range map[time.Duration]time.Duration{
+		-1:                      replsync.DefaultTimeout, // no read timeout
+		0:                       replsync.DefaultTimeout,
+		5 * time.Second:         replsync.DefaultTimeout, // go-redis' default
+		2 * time.Second:         replsync.DefaultTimeout,
+		time.Second:             500 * time.Millisecond,
+		200 * time.Millisecond:  100 * time.Millisecond, // the README's RedLock advice
+		3 * time.Millisecond:    time.Millisecond,
+		2 * time.Millisecond:    time.Millisecond,
+		1999 * time.Microsecond: 0, // no WAIT timeout fits
+		time.Millisecond:        0,
+	} {
+		require.Equal(t, want, replsync.TimeoutFor(rt), "ReadTimeout %v", rt)
+	}
+}

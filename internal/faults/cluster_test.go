@@ -1,0 +1,68 @@
+package faults
+
+import (
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/redistest"
+)
+
+// redirect matches a MOVED or ASK reply: a redirect the library must follow.
+var redirect = regexp.MustCompile(`\b(MOVED|ASK) \d+ `)
+
+// TestFaultSlotMigration: the lock's slot is moved from master to master,
+// over and over, while eight clients take and release the lock on a
+// cluster whose masters have replicas (so replica sync is on, as by
+// default). Each migration stays a moment with the slot marked migrating
+// (TRYAGAIN for scripts whose keys are split), a moment with its keys moved
+// (ASK), and then ends (MOVED for every client that has not reloaded its
+// slot map). Every redirect must be followed as the ClusterClient follows
+// it: a MOVED or ASK reply reaching a caller fails the run (defect 6 of
+// issue 12: replica sync did not follow them). The clients' redirect
+// budget outlasts a migration, so no TRYAGAIN should reach a caller
+// either. The history must stay linearizable and exclusive, with fencing
+// tokens increasing (MIGRATE moves the counter along).
+func TestFaultSlotMigration(t *testing.T) {
+	c := redistest.StartCluster(t) // reconfigured: a cluster of its own
+	b := &redistest.Backend{
+		Name:      redistest.ClusterName,
+		Cluster:   c,
+		Universal: func(t testing.TB) redis.UniversalClient { return c.NewClient(t) },
+	}
+	cfg := base("slot migrated between masters (cluster)")
+	cfg.rounds = 40
+	cfg.section = 20 * time.Millisecond
+	cfg.clusterOpts = []func(*redis.ClusterOptions){func(o *redis.ClusterOptions) {
+		o.MaxRedirects = 1000 // about 5 s of TRYAGAIN
+		o.MinRetryBackoff, o.MaxRetryBackoff = time.Millisecond, 10*time.Millisecond
+	}}
+	cfg.forbid = func(err error) bool { return redirect.MatchString(err.Error()) }
+	migrations := 0
+	cfg.inject = func(r *rig, stop <-chan struct{}) {
+		slot := rlock.Slot(r.name)
+		for !sleepOrStop(50*time.Millisecond, stop) {
+			from := c.MasterFor(t, slot)
+			var to *redistest.Server
+			for _, m := range c.Masters(t) {
+				if m.Addr() != from.Addr() {
+					to = m // the last other master: each move goes elsewhere
+				}
+			}
+			mig := c.StartMigration(t, slot, to)
+			sleepOrStop(20*time.Millisecond, nil) // TRYAGAIN, or served by the old master
+			mig.MoveKeys(t)
+			sleepOrStop(20*time.Millisecond, nil) // ASK
+			mig.Finish(t)                         // MOVED
+			migrations++
+		}
+	}
+	r := newRig(t, b, cfg)
+	r.run(nil)
+	t.Logf("%d migrations of slot %d", migrations, rlock.Slot(r.name))
+	require.GreaterOrEqual(t, migrations, 2)
+}
