@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -330,14 +331,45 @@ func (c *Client) run(ctx context.Context, s *redis.Script, keys []string, args .
 		return cmd
 	}
 	cmd := s.Run(ctx, sc, keys, args...)
-	for _, pause := range clusterRetries {
-		if !c.retryOnCluster(ctx, cmd.Err()) {
-			break
-		}
-		time.Sleep(pause)
+	var r clusterRetry
+	for r.again(c, ctx, cmd.Err()) {
 		cmd = s.Run(ctx, sc, keys, args...)
 	}
 	return cmd
+}
+
+// tryAgainPauses are the pauses before running a script again after a
+// TRYAGAIN reply: its keys are split between two masters while their slot
+// migrates, and the script did not run. Together about 3 s, for a
+// migration to finish.
+var tryAgainPauses = []time.Duration{20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond,
+	200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond, 1500 * time.Millisecond}
+
+// clusterRetry counts the re-runs of one script call on a cluster.
+type clusterRetry struct{ conn, tryAgain int }
+
+// again reports whether to run a script again after err, pausing first:
+// after a connection error (see retryOnCluster), or a TRYAGAIN reply.
+func (r *clusterRetry) again(c *Client, ctx context.Context, err error) bool {
+	var pause time.Duration
+	switch {
+	case r.conn < len(clusterRetries) && c.retryOnCluster(ctx, err):
+		pause = clusterRetries[r.conn]
+		r.conn++
+	case r.tryAgain < len(tryAgainPauses) && isTryAgain(err):
+		pause = tryAgainPauses[r.tryAgain]
+		r.tryAgain++
+	default:
+		return false
+	}
+	time.Sleep(pause)
+	return true
+}
+
+// isTryAgain reports whether err is a TRYAGAIN reply.
+func isTryAgain(err error) bool {
+	var reply redis.Error
+	return errors.As(err, &reply) && strings.HasPrefix(reply.Error(), "TRYAGAIN")
 }
 
 // runAcquire runs an acquire script, with replica sync when it is on. The
@@ -360,11 +392,8 @@ func (c *Client) runAcquire(ctx context.Context, s *redis.Script, keys []string,
 		return cmd, res, err
 	}
 	cmd, res, err := attempt()
-	for _, pause := range clusterRetries {
-		if !c.retryOnCluster(ctx, cmd.Err()) {
-			break
-		}
-		time.Sleep(pause)
+	var r clusterRetry
+	for r.again(c, ctx, cmd.Err()) {
 		cmd, res, err = attempt()
 	}
 	return cmd, res, err
