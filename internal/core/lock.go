@@ -393,7 +393,7 @@ func (l *Lock) attemptLocked(ctx context.Context, h *hold, lease time.Duration, 
 	script, args := scripts.Lock, []any{lease.Milliseconds(), h.key.field, h.count, fencing}
 	if l.cfg.Kind == Fair {
 		script = scripts.FairLock
-		args = append(args, l.cfg.QueueTimeout.Milliseconds(), boolArg(join))
+		args = append(args, l.cfg.QueueTimeout.Milliseconds(), boolArg(join), l.channel, rlock.UnlockMessage)
 	}
 	cmd, sync, syncErr := l.c.runAcquire(context.WithoutCancel(ctx), script, l.keys, args...)
 	res, err := cmd.Int64Slice()
