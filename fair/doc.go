@@ -19,10 +19,22 @@
 //
 // An owner that cannot take the lock joins the tail of the queue; the lock
 // is granted only to the owner first in line, even when it is free, so
-// nobody overtakes. A release wakes that owner alone, on its own channel
+// nobody overtakes. TryLock never joins the queue.
+//
+// Only the owner first in line is ever woken, on its own channel
 // ("redisson_lock__channel:{name}:<owner>"), over the client's one shared
-// pub/sub connection: one release costs one wake-up, however many wait.
-// TryLock never joins the queue.
+// pub/sub connection. It is woken when it becomes first in line (the owner
+// before it was granted the lock, gave up, or was pruned as dead) and when
+// the lock is freed by Unlock or ForceUnlock. Woken, it tries again: it is
+// granted, or it learns the holder's remaining lease and tries again when
+// that runs out, unless a release wakes it first. So the lock passes to
+// the next in line within a round trip or two of becoming free, whether it
+// was freed by Unlock, ForceUnlock, the departure of the waiter ahead, or
+// the expiry of a lease (a holder that died, or was paused past its
+// lease); waiters further back do not poll for it. A handoff costs two
+// wake-ups and two attempts, the new holder's and the next in line's,
+// however many wait. A wake-up lost with a pub/sub connection is made up
+// for when the client resubscribes.
 //
 // # Dead waiters and live ones
 //
@@ -37,8 +49,8 @@
 // Deadlines use the Redis server's clock, not the clients'.
 //
 // A waiter whose context ends leaves the queue (in the background, after
-// any attempt still in flight), and if it was first in line while the lock
-// was free, it wakes the next one. The queue keys expire a little after
+// any attempt still in flight), and if it was first in line, it wakes the
+// next one. The queue keys expire a little after
 // the last deadline, so waiters that all crashed leave nothing behind.
 //
 // # Sharing a lock with Redisson

@@ -127,10 +127,12 @@ func testFIFOAcrossClients(t *testing.T, b *redistest.Backend, opts ...reentrant
 	require.Empty(t, queue(t, holder))
 }
 
-// TestReleaseWakesOnlyTheHead: each release publishes one message, on the
-// channel of the waiter first in line, and nothing on the lock's general
-// channel.
-func TestReleaseWakesOnlyTheHead(t *testing.T) {
+// TestWakeUpsGoToTheHeadOnly: each release publishes one message, on the
+// channel of the waiter first in line, and each grant one, on the channel
+// of the waiter that is now first in line (so it learns the new holder's
+// TTL); nothing goes to the lock's general channel or to waiters further
+// back.
+func TestWakeUpsGoToTheHeadOnly(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		name := redistest.Name(t)
@@ -158,12 +160,20 @@ func TestReleaseWakesOnlyTheHead(t *testing.T) {
 		require.NoError(t, holder.Unlock(ctx))
 		for i, l := range ls {
 			require.NoError(t, <-dones[i])
-			msg, err := ps.ReceiveMessage(ctx)
-			require.NoError(t, err)
-			require.Equal(t, rlock.Channel(name)+":"+owner(t, l), msg.Channel, "release %d woke the head", i)
 			require.NoError(t, l.Unlock(ctx))
 		}
-		// The last release found nobody queued, so it published nothing.
+		// The holder's release woke ls[0]; then each grant of ls[i], and
+		// its release, woke ls[i+1]. The last grant and the last release
+		// found nobody queued, so they published nothing.
+		want := []string{owner(t, ls[0])}
+		for _, l := range ls[1:] {
+			want = append(want, owner(t, l), owner(t, l))
+		}
+		for i, w := range want {
+			msg, err := ps.ReceiveMessage(ctx)
+			require.NoError(t, err)
+			require.Equal(t, rlock.Channel(name)+":"+w, msg.Channel, "message %d", i)
+		}
 		require.NoError(t, ps.Ping(ctx, "end"))
 		m, err := ps.Receive(ctx)
 		require.NoError(t, err)

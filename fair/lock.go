@@ -106,11 +106,12 @@ func (l *Lock) Owner(ctx context.Context) (string, error) { return l.l.Owner(ctx
 
 // Lock blocks until the caller's owner holds the lock, re-entering it at
 // once if the owner holds it already. Otherwise the owner takes the last
-// place in the queue, and the lock is granted in queue order: a release
-// wakes the owner first in line only, on its own channel. While waiting,
-// the call renews its place at least every third of the queue timeout,
-// and retries when woken, when the lock's TTL has passed, or when the
-// waiter ahead of it missed its deadline.
+// place in the queue, and the lock is granted in queue order: only the
+// owner first in line is woken, on its own channel, when it becomes first
+// and when the lock is released (see the package doc). While waiting, the
+// call renews its place at least every third of the queue timeout, and
+// retries when woken, when the lock's TTL has passed, or when the waiter
+// ahead of it missed its deadline.
 //
 // When ctx ends first, Lock returns at once with an error wrapping ctx's
 // error, the owner leaves the queue (in the background, after any attempt

@@ -15,23 +15,35 @@ local function now_ms()
 end
 
 -- prune removes dead waiters (deadline passed, or none) from the head of
--- the queue and returns the live head, or false when the queue is empty.
+-- the queue. It returns the live head, or false when the queue is empty,
+-- and whether it removed any waiter (the head then changed).
 local function prune(now)
+  local pruned = false
   while true do
     local head = redis.call('LINDEX', KEYS[2], 0)
     if not head then
-      return false
+      return false, pruned
     end
     local deadline = redis.call('ZSCORE', KEYS[3], head)
     if deadline and tonumber(deadline) > now then
-      return head
+      return head, pruned
     end
     redis.call('LPOP', KEYS[2])
     redis.call('ZREM', KEYS[3], head)
+    pruned = true
   end
 end
 
 -- wake publishes msg on the channel of waiter head, if there is one.
+--
+-- Who is woken, and why that is enough: the owner first in line is the
+-- only one that can be granted, and the scripts wake it (1) whenever it
+-- becomes first in line (a grant, a departure or a pruning moved the queue
+-- up) and (2) whenever a script frees the lock (a release, a force unlock).
+-- So the head always has polled since it became head, and then either the
+-- lock is free and it is granted, or it learnt the lock's TTL and is woken
+-- by a release or retries when the lease runs out. Waiters further back
+-- need not poll at all until they become head.
 local function wake(prefix, head, msg)
   if head then
     redis.call('PUBLISH', prefix .. ':' .. head, msg)

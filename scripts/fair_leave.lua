@@ -1,6 +1,8 @@
 -- Leave a fair lock's queue (a waiter that gives up). If the leaver was
--- first in line and the lock is free, the next live waiter is woken, since
--- nobody else would tell it that its turn has come.
+-- first in line, the next live waiter is woken, since it is now first (see
+-- wake in fair_common.lua): when the lock is free nobody else would tell
+-- it that its turn has come, and when it is held it learns the holder's
+-- TTL.
 -- KEYS[1..3]  the lock hash, queue and deadlines (see fair_common.lua)
 -- ARGV[1]     owner field
 -- ARGV[2]     the message to publish
@@ -9,7 +11,7 @@
 local first = redis.call('LINDEX', KEYS[2], 0) == ARGV[1]
 redis.call('LREM', KEYS[2], 0, ARGV[1])
 local queued = redis.call('ZREM', KEYS[3], ARGV[1])
-if first and redis.call('EXISTS', KEYS[1]) == 0 then
+if first then
   wake(ARGV[3], prune(now_ms()), ARGV[2])
 end
 return queued

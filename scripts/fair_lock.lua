@@ -10,17 +10,27 @@
 --             renewed to now + this on every call
 -- ARGV[6]     "1" to join the queue (or renew the place in it) when the lock
 --             cannot be taken now; "0" for a one-shot try that never queues
+-- ARGV[7]     the lock's channel; waiter w listens on ARGV[7] .. ':' .. w
+-- ARGV[8]     the message that wakes a waiter
 -- Reply:      {1, holds, token}  acquired (as lock.lua)
 --             {-1, 0}            the owner's holds are gone (as lock.lua)
 --             {0, wait}          not acquired; wait = the lock's PTTL when it
 --                                is held (-1: no expiry), or the ms until the
 --                                head waiter's deadline when it is free but
---                                another waiter is first in line
+--                                another waiter is first in line (that one
+--                                is woken when it becomes first, and is
+--                                pruned at its deadline if it died)
 --
--- A grant pops the owner from the head; a re-sent grant is recognised by
--- the hold count (as in lock.lua); joining twice keeps one place.
+-- A grant pops the owner from the head and wakes the next in line, which
+-- then learns the new holder's TTL; pruning dead waiters wakes the new
+-- head too (see wake in fair_common.lua). A re-sent grant is recognised by
+-- the hold count (as in lock.lua) and wakes nobody again; joining twice
+-- keeps one place.
 local now = now_ms()
-local head = prune(now)
+local head, pruned = prune(now)
+if pruned and head ~= ARGV[2] then
+  wake(ARGV[7], head, ARGV[8])
+end
 local held = holds_of(KEYS[1], ARGV[2])
 if held == 0 and tonumber(ARGV[3]) > 0 then
   return {-1, 0}
@@ -31,10 +41,11 @@ end
 
 local free = redis.call('EXISTS', KEYS[1]) == 0
 if free and (not head or head == ARGV[2]) then
+  redis.call('ZREM', KEYS[3], ARGV[2])
   if head then
     redis.call('LPOP', KEYS[2])
+    wake(ARGV[7], prune(now), ARGV[8])
   end
-  redis.call('ZREM', KEYS[3], ARGV[2])
   grant(KEYS[1], ARGV[2], ARGV[1])
   return {1, 1, fencing_token(KEYS[4], ARGV[4], true)}
 end

@@ -77,7 +77,7 @@ func (l *Lock) runAcquire(ctx context.Context, h *hold, lease time.Duration, joi
 	script, args := scripts.Lock, []any{lease.Milliseconds(), h.key.field, h.count, boolArg(l.cfg.Fencing)}
 	if l.cfg.Kind == Fair {
 		script = scripts.FairLock
-		args = append(args, l.cfg.QueueTimeout.Milliseconds(), boolArg(join))
+		args = append(args, l.cfg.QueueTimeout.Milliseconds(), boolArg(join), l.channel, rlock.UnlockMessage)
 	}
 	cmd, sync, syncErr := l.c.runAcquire(context.WithoutCancel(ctx), script, l.keys, args...)
 	res, err := cmd.Int64Slice()

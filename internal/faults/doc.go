@@ -7,7 +7,9 @@
 //
 // Faults: a holder process killed with SIGKILL, the server frozen with
 // SIGSTOP past the lease, the server killed and restarted, the pub/sub
-// connection killed (CLIENT KILL TYPE pubsub), and, through the test
+// connection killed (CLIENT KILL TYPE pubsub), fair-lock holder processes
+// killed or paused (SIGSTOP) past their lease while the queue is long (the
+// time to the next grant checked against the lease), and, through the test
 // harness's TCP proxy, latency, a black hole, connection resets and replies
 // lost after their command ran; on a Redis Cluster, the lock's slot
 // migrated between masters under load (a redirect must never reach a

@@ -47,6 +47,8 @@ type config struct {
 	// forbid, if set, reports errors that must never reach a caller under
 	// this fault; the run fails if any does.
 	forbid func(error) bool
+	// untilInjected: workers go on past their rounds until inject returns.
+	untilInjected bool
 	// grace is how long after its return a call with an unknown outcome may
 	// still take effect (negative: any time); see history.CheckLinearizable.
 	grace   time.Duration
@@ -168,12 +170,13 @@ func (r *rig) run(heal func()) {
 	t := r.t
 	stop := make(chan struct{})
 	errs := make(chan error, len(r.workers))
+	injected := make(chan struct{})
 	var workers sync.WaitGroup
 	for _, w := range r.workers {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			errs <- w.run(r.cfg.rounds)
+			errs <- w.run(r.cfg.rounds, injected)
 		}()
 	}
 	go func() {
@@ -192,6 +195,7 @@ func (r *rig) run(heal func()) {
 	if r.cfg.inject != nil {
 		r.cfg.inject(r, stop)
 	}
+	close(injected)
 	<-stop
 	<-watched
 	if heal != nil {
@@ -285,8 +289,10 @@ func dump(ops []history.Op) string {
 	return f.Name()
 }
 
-func (w *worker) run(rounds int) error {
-	for range rounds {
+// run runs rounds rounds, and more until injected is closed if the run
+// asks for it (untilInjected).
+func (w *worker) run(rounds int, injected <-chan struct{}) error {
+	for i := 0; i < rounds || w.r.cfg.untilInjected && !closed(injected); i++ {
 		if err := w.round(); err != nil {
 			return fmt.Errorf("worker %d: %w", w.id, err)
 		}
