@@ -127,7 +127,9 @@ func (m *MultiLock) Members() []rlock.Locker {
 // When ctx ends, Lock returns an error wrapping ctx's error and holds no
 // more than before. When a member fails otherwise (a Redis error, a closed
 // client), Lock releases the members it took and returns an error naming
-// the member. Errors from that release are joined to it.
+// the member. Errors from that release are joined to it. A nil ctx, a bad
+// owner ID in ctx or a lease neither rlock.WatchdogMode nor at least 1 ms
+// is rejected with rlock.ErrInvalidArgument before any member is asked.
 func (m *MultiLock) Lock(ctx context.Context) error { return m.acquire(ctx, m.lease, true) }
 
 // TryLock makes one attempt on each member in order. When a member is held
@@ -149,19 +151,26 @@ func (m *MultiLock) TryLockLease(ctx context.Context, lease time.Duration) error
 
 // SetLease changes the lease of the caller's owner's holding on every
 // member that implements rlock.LeaseLocker (see rlock.LeaseLocker.SetLease),
-// in parallel. It returns every member's failure, joined.
+// in parallel. It returns every member's failure, joined, or
+// rlock.ErrInvalidArgument, asking no member, for bad input (see Lock).
 func (m *MultiLock) SetLease(ctx context.Context, lease time.Duration) error {
-	if err := checkLease(lease); err != nil {
+	if err := checkInput(ctx, lease); err != nil {
 		return err
 	}
 	return m.setLease(ctx, lease, len(m.members))
 }
 
-func checkLease(lease time.Duration) error {
-	if lease < 0 {
-		return fmt.Errorf("%w: lease %v is negative", rlock.ErrInvalidArgument, lease)
+// checkInput rejects, before any member is asked, what a member would
+// reject only once the members before it were taken: a nil ctx, a bad
+// owner ID in ctx, a lease neither rlock.WatchdogMode nor at least 1 ms.
+func checkInput(ctx context.Context, lease time.Duration) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", rlock.ErrInvalidArgument)
 	}
-	return nil
+	if _, _, err := rlock.OwnerFrom(ctx); err != nil {
+		return err
+	}
+	return core.CheckLease(lease)
 }
 
 // setLease sets lease on the first n members that take one.
@@ -178,8 +187,12 @@ func (m *MultiLock) setLease(ctx context.Context, lease time.Duration, n int) er
 // of them. It returns every member's failure joined (errors.Join), each
 // naming its member; when no member was held by the owner, every one of
 // them wraps rlock.ErrNotHeld. Like the members' Unlock, it runs to
-// completion even when ctx is cancelled.
+// completion even when ctx is cancelled. A nil ctx or a bad owner ID is
+// rejected with rlock.ErrInvalidArgument, asking no member.
 func (m *MultiLock) Unlock(ctx context.Context) error {
+	if err := checkInput(ctx, rlock.WatchdogMode); err != nil {
+		return err
+	}
 	return m.each(len(m.members), func(_ int, l rlock.Locker) error { return l.Unlock(ctx) })
 }
 
@@ -213,7 +226,7 @@ func (m *MultiLock) memberErr(i int, err error) error {
 var errStep = errors.New("member wait ran out")
 
 func (m *MultiLock) acquire(ctx context.Context, lease time.Duration, wait bool) error {
-	if err := checkLease(lease); err != nil {
+	if err := checkInput(ctx, lease); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
