@@ -212,8 +212,10 @@ func (r *RedLock) Quorum() int { return r.quorum }
 // anew for every attempt from the time ctx has left. When ctx ends, Lock
 // returns an error wrapping ctx's error (never rlock.ErrNotObtained; the
 // last attempt's failure is in its text) and holds nothing more than
-// before. Errors other than "not obtained" (a bad owner ID) end it at once,
-// and so does a failure on so many closed clients that no quorum is left.
+// before. Errors other than "not obtained" end it at once, and so does a
+// failure on so many closed clients that no quorum is left. A nil ctx, a
+// bad owner ID or a bad lease is rlock.ErrInvalidArgument, before any I/O
+// (on every method).
 func (r *RedLock) Lock(ctx context.Context) error { return r.acquire(ctx, r.lease, true) }
 
 // TryLock makes one attempt: it asks every node in parallel and waits for
@@ -305,7 +307,12 @@ func (r *RedLock) SetLease(ctx context.Context, lease time.Duration) error {
 	return nil
 }
 
+// ownerKey returns the explicit owner ID ctx carries, "" for the handle
+// itself; it rejects a nil ctx and a bad ID with rlock.ErrInvalidArgument.
 func ownerKey(ctx context.Context) (string, error) {
+	if ctx == nil {
+		return "", fmt.Errorf("%w: nil context", rlock.ErrInvalidArgument)
+	}
 	id, _, err := rlock.OwnerFrom(ctx)
 	return id, err
 }
