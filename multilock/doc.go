@@ -38,10 +38,13 @@
 // rest, however long that takes. (Redisson uses a provisional lease of
 // twice the wait budget instead; a Lock without a deadline has no budget to
 // double, and renewal also covers a crashed process, whose locks then
-// expire after the watchdog lease.) Once every member is held, each is given
-// the caller's lease (WithLease, LockLease) with SetLease, or stays in
-// watchdog mode when none was given. Members that implement only
-// rlock.Locker keep their own handle's lease setting throughout.
+// expire after the watchdog lease.) Once every member is held, each hold
+// this acquisition created is given the caller's lease (WithLease,
+// LockLease) with SetLease, or stays in watchdog mode when none was given.
+// A member the owner held already (a re-entry, also of the whole
+// MultiLock) keeps the lease of its hold: a MultiLock never shortens, or
+// stops the renewal of, a hold it did not create. Members that implement
+// only rlock.Locker keep their own handle's lease setting throughout.
 //
 // # Release, reentrancy and loss
 //

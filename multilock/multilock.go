@@ -37,8 +37,9 @@ var (
 type Option func(*MultiLock) error
 
 // WithLease sets the lease that Lock and TryLock give every member that
-// implements rlock.LeaseLocker once all members are held: each then expires
-// d after the acquisition and nothing renews it. d must be at least 1 ms.
+// implements rlock.LeaseLocker once all members are held, unless the owner
+// held it already (see Lock): each then expires d after the acquisition
+// and nothing renews it. d must be at least 1 ms.
 // Default: rlock.WatchdogMode, every such member is renewed by its client's
 // watchdog for as long as it is held. Members that only implement
 // rlock.Locker keep the lease setting of their own handle.
@@ -121,8 +122,10 @@ func (m *MultiLock) Members() []rlock.Locker {
 //
 // Members that implement rlock.LeaseLocker are taken in watchdog mode
 // while the others are acquired (so none expires however long that takes)
-// and then given the lease (see WithLease). Re-locking a MultiLock the
-// owner holds re-enters every member; each Lock needs one Unlock.
+// and then given the lease (see WithLease), except members the owner held
+// already: a re-entered member keeps its hold's lease. Re-locking a
+// MultiLock the owner holds re-enters every member; each Lock needs one
+// Unlock.
 //
 // When ctx ends, Lock returns an error wrapping ctx's error and holds no
 // more than before. When a member fails otherwise (a Redis error, a closed
@@ -151,7 +154,7 @@ func (m *MultiLock) TryLockLease(ctx context.Context, lease time.Duration) error
 
 // SetLease changes the lease of the caller's owner's holding on every
 // member that implements rlock.LeaseLocker (see rlock.LeaseLocker.SetLease),
-// in parallel. It returns every member's failure, joined, or
+// in parallel, including holds the owner had before it took the MultiLock. It returns every member's failure, joined, or
 // rlock.ErrInvalidArgument, asking no member, for bad input (see Lock).
 func (m *MultiLock) SetLease(ctx context.Context, lease time.Duration) error {
 	if err := checkInput(ctx, lease); err != nil {
@@ -232,11 +235,51 @@ func (m *MultiLock) acquire(ctx context.Context, lease time.Duration, wait bool)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("multilock: %w", err)
 	}
+	setters, err := m.takeAll(ctx, wait)
+	if err != nil {
+		return err
+	}
+	if lease != rlock.WatchdogMode {
+		if err := m.setLeases(ctx, setters, lease); err != nil {
+			return errors.Join(err, m.release(ctx, len(m.members)))
+		}
+	}
+	if g := core.GrantFrom(ctx); g != nil {
+		// A MultiLock that is itself a member: its parent may set the
+		// lease of what this acquisition created, and of nothing else.
+		g.SetLease = func(ctx context.Context, lease time.Duration) error {
+			return m.setLeases(ctx, setters, lease)
+		}
+	}
+	m.watch()
+	return nil
+}
+
+// setLeases calls every member's lease setter (see takeAll), in parallel.
+func (m *MultiLock) setLeases(ctx context.Context, setters []leaseSetter, lease time.Duration) error {
+	return m.each(len(m.members), func(i int, _ rlock.Locker) error {
+		if setters[i] == nil {
+			return nil
+		}
+		return setters[i](ctx, lease)
+	})
+}
+
+// leaseSetter sets the lease of what one member's acquisition created.
+type leaseSetter func(context.Context, time.Duration) error
+
+// takeAll takes every member, round after round, until it holds them all,
+// a member fails or ctx ends. It returns, per member, how to set the lease
+// of what its acquisition created: nil for a member that takes no lease
+// and for a re-entry, since a combinator must never change the lease of a
+// hold the owner had before (it would stop the renewal of a hold in
+// watchdog mode, which then expires unnoticed).
+func (m *MultiLock) takeAll(ctx context.Context, wait bool) ([]leaseSetter, error) {
 	step := m.stepMin
 	for {
-		failed, err := m.round(ctx, wait, step)
+		setters, failed, err := m.round(ctx, wait, step)
 		if err == nil {
-			break
+			return setters, nil
 		}
 		if errors.Is(err, errStep) && ctx.Err() == nil {
 			// Holding nothing now, wait for the member that was busy,
@@ -246,25 +289,18 @@ func (m *MultiLock) acquire(ctx context.Context, lease time.Duration, wait bool)
 		}
 		if err != nil {
 			if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
-				return fmt.Errorf("multilock: %w (last attempt: %v)", ctx.Err(), err)
+				return nil, fmt.Errorf("multilock: %w (last attempt: %v)", ctx.Err(), err)
 			}
-			return err
+			return nil, err
 		}
 		step = min(2*step, m.stepMax)
 	}
-	if lease != rlock.WatchdogMode {
-		if err := m.setLease(ctx, lease, len(m.members)); err != nil {
-			return errors.Join(err, m.release(ctx, len(m.members)))
-		}
-	}
-	m.watch()
-	return nil
 }
 
 // await waits until member i is free by taking and releasing it.
 func (m *MultiLock) await(ctx context.Context, i int) error {
 	l := m.members[i]
-	if err := take(ctx, l, true); err != nil {
+	if _, err := take(ctx, l, true); err != nil {
 		return m.memberErr(i, err)
 	}
 	if err := l.Unlock(ctx); err != nil {
@@ -273,20 +309,22 @@ func (m *MultiLock) await(ctx context.Context, i int) error {
 	return nil
 }
 
-// round makes one pass over the members; on failure it has released the
-// members it took and returns the index of the member that failed.
-func (m *MultiLock) round(ctx context.Context, wait bool, step time.Duration) (int, error) {
+// round makes one pass over the members and returns their lease setters
+// (see takeAll); on failure it has released the members it took and
+// returns the index of the member that failed.
+func (m *MultiLock) round(ctx context.Context, wait bool, step time.Duration) ([]leaseSetter, int, error) {
+	setters := make([]leaseSetter, len(m.members))
 	for i, l := range m.members {
 		var err error
 		switch {
 		case !wait:
-			err = take(ctx, l, false)
+			setters[i], err = take(ctx, l, false)
 		case i == 0: // holding nothing: wait as long as ctx allows
-			err = take(ctx, l, true)
+			setters[i], err = take(ctx, l, true)
 		default:
 			d := step/2 + rand.N(step/2+1)
 			sctx, cancel := context.WithTimeout(ctx, d)
-			err = take(sctx, l, true)
+			setters[i], err = take(sctx, l, true)
 			cancel()
 			if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 				err = fmt.Errorf("%w after %v: %w", errStep, d, err)
@@ -297,24 +335,39 @@ func (m *MultiLock) round(ctx context.Context, wait bool, step time.Duration) (i
 			if rerr := m.release(ctx, i); rerr != nil {
 				err = errors.Join(err, fmt.Errorf("multilock: releasing the members taken: %w", rerr))
 			}
-			return i, err
+			return nil, i, err
 		}
 	}
-	return 0, nil
+	return setters, 0, nil
 }
 
-// take acquires l, in watchdog mode if it takes a lease.
-func take(ctx context.Context, l rlock.Locker, wait bool) error {
-	if ll, ok := l.(rlock.LeaseLocker); ok {
+// take acquires l, in watchdog mode if it takes a lease, and returns how
+// to set the lease of what the acquisition created (see takeAll).
+func take(ctx context.Context, l rlock.Locker, wait bool) (leaseSetter, error) {
+	ll, ok := l.(rlock.LeaseLocker)
+	if !ok {
 		if wait {
-			return ll.LockLease(ctx, rlock.WatchdogMode)
+			return nil, l.Lock(ctx)
 		}
-		return ll.TryLockLease(ctx, rlock.WatchdogMode)
+		return nil, l.TryLock(ctx)
 	}
+	g := &core.Grant{}
+	gctx := core.WithGrant(ctx, g)
+	var err error
 	if wait {
-		return l.Lock(ctx)
+		err = ll.LockLease(gctx, rlock.WatchdogMode)
+	} else {
+		err = ll.TryLockLease(gctx, rlock.WatchdogMode)
 	}
-	return l.TryLock(ctx)
+	switch {
+	case err != nil:
+		return nil, err
+	case g.Reentry:
+		return nil, nil
+	case g.SetLease != nil:
+		return g.SetLease, nil
+	}
+	return ll.SetLease, nil
 }
 
 // release releases one hold on each of the first n members.

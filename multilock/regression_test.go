@@ -11,6 +11,7 @@ import (
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/multilock"
 	"github.com/rlock-go/rlock/reentrant"
+	"github.com/rlock-go/rlock/watchdog"
 )
 
 // Regression (issue 12, defect 11): a lease under 1 ms per call was
@@ -60,5 +61,86 @@ func TestNilContextIsAnError(t *testing.T) {
 	require.ErrorIs(t, m.SetLease(nilCtx, time.Second), rlock.ErrInvalidArgument)
 	require.ErrorIs(t, m.Unlock(nilCtx), rlock.ErrInvalidArgument)
 	require.Empty(t, f.acquired)
-	_ = multilock.WithLease // keep the import when cases move
+}
+
+// ttl returns a reentrant or fair member's remaining TTL.
+func ttl(t *testing.T, l rlock.Locker) time.Duration {
+	t.Helper()
+	d, err := l.(interface {
+		TTL(context.Context) (time.Duration, error)
+	}).TTL(context.Background())
+	require.NoError(t, err)
+	return d
+}
+
+// stillRenewed checks that the owner's watchdog hold on l outlives many
+// times lease, and that nothing reports it lost.
+func stillRenewed(t *testing.T, l *reentrant.Lock, lease time.Duration) {
+	t.Helper()
+	require.Never(t, func() bool {
+		locked, err := l.IsLocked(context.Background())
+		return err != nil || !locked
+	}, 5*lease, lease/10, "the hold expired unrenewed")
+	require.NoError(t, l.Err())
+	select {
+	case <-l.Done():
+		t.Fatal("the hold's holding period ended")
+	default:
+	}
+}
+
+// Regression (issue 12, defect 3, MultiLock form): an owner holds a in
+// watchdog mode and takes a MultiLock with an explicit lease over it. The
+// MultiLock set the lease on every member, a's re-entry included, which
+// stopped a's renewal; after the MultiLock's Unlock the outer hold expired
+// and nothing reported it.
+func TestMultiLockLeaseDoesNotShortenAHoldItDidNotCreate(t *testing.T) {
+	const lease = 200 * time.Millisecond
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b, reentrant.WithWatchdog(watchdog.WithLease(2*time.Second)))
+		ls := handles(t, []*reentrant.Client{c, c}, redistest.Name(t))
+		a := ls[0].(*reentrant.Lock)
+		require.NoError(t, a.Lock(ctx)) // the outer hold, in watchdog mode
+
+		m := newMulti(t, ls, multilock.WithLease(lease))
+		require.NoError(t, m.Lock(ctx))
+		require.Equal(t, 2, held(t, a))
+		require.Greater(t, ttl(t, a), time.Second, "the re-entered member lost its watchdog lease")
+		require.LessOrEqual(t, ttl(t, ls[1]), lease, "the member the MultiLock took has its lease")
+
+		require.NoError(t, m.Unlock(ctx))
+		require.Equal(t, 1, held(t, a))
+		require.Zero(t, held(t, ls[1]))
+		stillRenewed(t, a, lease)
+		require.NoError(t, a.Unlock(ctx))
+	})
+}
+
+// The same through a nested MultiLock: the outer lease reaches the
+// members the inner one took, never the hold the owner had before.
+func TestNestedMultiLockLeaseDoesNotShortenAHoldItDidNotCreate(t *testing.T) {
+	const lease = 200 * time.Millisecond
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b, reentrant.WithWatchdog(watchdog.WithLease(2*time.Second)))
+		ls := handles(t, []*reentrant.Client{c, c, c}, redistest.Name(t))
+		a := ls[0].(*reentrant.Lock)
+		require.NoError(t, a.Lock(ctx))
+
+		inner := newMulti(t, ls[:2])
+		outer := newMulti(t, []rlock.Locker{inner, ls[2]}, multilock.WithLease(lease))
+		require.NoError(t, outer.Lock(ctx))
+		require.Greater(t, ttl(t, a), time.Second, "the re-entered member lost its watchdog lease")
+		require.LessOrEqual(t, ttl(t, ls[1]), lease)
+		require.LessOrEqual(t, ttl(t, ls[2]), lease)
+
+		// Re-entering the whole MultiLock changes no lease either.
+		require.NoError(t, outer.Lock(ctx))
+		require.NoError(t, outer.Unlock(ctx))
+		require.NoError(t, outer.Unlock(ctx))
+		require.Equal(t, 1, held(t, a))
+		stillRenewed(t, a, lease)
+		require.NoError(t, a.Unlock(ctx))
+	})
 }

@@ -333,6 +333,9 @@ func (r *RedLock) acquire(ctx context.Context, lease time.Duration, wait bool) e
 		return r.ctxErr(ctx)
 	}
 	if r.reenter(ctx, owner) {
+		if g := core.GrantFrom(ctx); g != nil {
+			g.Reentry = true // a MultiLock over it must not change its lease
+		}
 		return nil
 	}
 	var timer *time.Timer
@@ -457,7 +460,8 @@ func Drift(lease time.Duration) time.Duration { return lease/100 + 2*time.Millis
 func (r *RedLock) attempt(ctx context.Context, owner string, lease time.Duration) error {
 	n := len(r.nodes)
 	wait := r.perNodeWait(ctx)
-	nctx, cancel := context.WithTimeout(ctx, wait)
+	// The nodes' grants are this RedLock's business, not its caller's.
+	nctx, cancel := context.WithTimeout(core.WithGrant(ctx, nil), wait)
 	errs := make([]error, n)
 	sent := make([]time.Time, n) // when each node's request was sent
 	var wg sync.WaitGroup

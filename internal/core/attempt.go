@@ -68,7 +68,11 @@ func (l *Lock) attemptLocked(ctx context.Context, h *hold, lease time.Duration, 
 		return 0, l.undoUnreplicated(ctx, h, res[1], sync, syncErr)
 	}
 	l.adopt(h, res[1], res[2], lease, watchdogMode, sent)
-	return l.keepOrRelease(ctx, h, state)
+	ttl, err := l.keepOrRelease(ctx, h, state)
+	if g := GrantFrom(ctx); g != nil && err == nil {
+		g.Reentry = res[1] > 1 // the server's count: it held before this grant
+	}
+	return ttl, err
 }
 
 // runAcquire sends the acquire script of the lock's kind and checks the

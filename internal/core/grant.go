@@ -1,0 +1,37 @@
+package core
+
+import (
+	"context"
+	"time"
+)
+
+// Grant tells a combinator (MultiLock, RedLock) what one of its members'
+// acquisitions created, so that it never changes the lease of a hold it
+// did not create. The combinator passes a fresh Grant in the ctx of the
+// member's LockLease or TryLockLease (WithGrant); a lock fills it in when
+// the call succeeds, before it returns. On failure it is left untouched.
+type Grant struct {
+	// Reentry reports that the owner held the lock already, so the
+	// acquisition only counted one more hold.
+	Reentry bool
+	// SetLease, when not nil, sets the lease of exactly the holds the
+	// acquisition created: a combinator over members of which some were
+	// re-entered reports it, and its parent calls it instead of the
+	// member's own SetLease.
+	SetLease func(ctx context.Context, lease time.Duration) error
+}
+
+type grantKey struct{}
+
+// WithGrant returns ctx carrying g, replacing any Grant ctx carried: a
+// combinator passes a fresh one to each member, or nil to hide its own
+// caller's from the nodes it acquires.
+func WithGrant(ctx context.Context, g *Grant) context.Context {
+	return context.WithValue(ctx, grantKey{}, g)
+}
+
+// GrantFrom returns the Grant ctx carries, or nil.
+func GrantFrom(ctx context.Context) *Grant {
+	g, _ := ctx.Value(grantKey{}).(*Grant)
+	return g
+}
