@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -19,13 +20,12 @@ import (
 // itself be a member of another MultiLock. Create it with New; it is safe
 // for concurrent use and does no I/O until a method is called.
 type MultiLock struct {
-	members  []rlock.Locker
-	lease    time.Duration
-	stepMin  time.Duration
-	stepMax  time.Duration
-	mu       sync.Mutex
-	last     *period // the holding period of the last acquisition
-	lastDone []<-chan struct{}
+	members []rlock.Locker
+	lease   time.Duration
+	stepMin time.Duration
+	stepMax time.Duration
+	mu      sync.Mutex
+	last    *period // the holding period of the last acquisition
 }
 
 var (
@@ -196,7 +196,9 @@ func (m *MultiLock) Unlock(ctx context.Context) error {
 	if err := checkInput(ctx, rlock.WatchdogMode); err != nil {
 		return err
 	}
-	return m.each(len(m.members), func(_ int, l rlock.Locker) error { return l.Unlock(ctx) })
+	err := m.each(len(m.members), func(_ int, l rlock.Locker) error { return l.Unlock(ctx) })
+	m.settle()
+	return err
 }
 
 // each runs fn on the first n members in parallel and joins their errors,
@@ -235,51 +237,61 @@ func (m *MultiLock) acquire(ctx context.Context, lease time.Duration, wait bool)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("multilock: %w", err)
 	}
-	setters, err := m.takeAll(ctx, wait)
+	holds, err := m.takeAll(ctx, wait)
 	if err != nil {
 		return err
 	}
 	if lease != rlock.WatchdogMode {
-		if err := m.setLeases(ctx, setters, lease); err != nil {
+		if err := m.setLeases(ctx, holds, lease); err != nil {
 			return errors.Join(err, m.release(ctx, len(m.members)))
 		}
 	}
+	p := m.watch(holds)
 	if g := core.GrantFrom(ctx); g != nil {
 		// A MultiLock that is itself a member: its parent may set the
 		// lease of what this acquisition created, and of nothing else.
 		g.SetLease = func(ctx context.Context, lease time.Duration) error {
-			return m.setLeases(ctx, setters, lease)
+			return m.setLeases(ctx, holds, lease)
 		}
+		g.Done, g.Err = p.done, p.result
 	}
-	m.watch()
 	return nil
 }
 
-// setLeases calls every member's lease setter (see takeAll), in parallel.
-func (m *MultiLock) setLeases(ctx context.Context, setters []leaseSetter, lease time.Duration) error {
+// memberHold is what one member's acquisition created, as far as the
+// MultiLock needs to know.
+type memberHold struct {
+	// setLease sets the lease of the hold the acquisition created; nil
+	// for a member that takes no lease and for a re-entry, since a
+	// combinator must never change the lease of a hold the owner had
+	// before (it would stop the renewal of a hold in watchdog mode,
+	// which then expires unnoticed).
+	setLease func(context.Context, time.Duration) error
+	// done and err are the member's holding period that the acquisition
+	// is part of (see core.Grant); done is nil for a member that reports
+	// no loss.
+	done <-chan struct{}
+	err  func() error
+}
+
+// setLeases sets lease on every member hold that takes it, in parallel.
+func (m *MultiLock) setLeases(ctx context.Context, holds []memberHold, lease time.Duration) error {
 	return m.each(len(m.members), func(i int, _ rlock.Locker) error {
-		if setters[i] == nil {
+		if holds[i].setLease == nil {
 			return nil
 		}
-		return setters[i](ctx, lease)
+		return holds[i].setLease(ctx, lease)
 	})
 }
 
-// leaseSetter sets the lease of what one member's acquisition created.
-type leaseSetter func(context.Context, time.Duration) error
-
 // takeAll takes every member, round after round, until it holds them all,
-// a member fails or ctx ends. It returns, per member, how to set the lease
-// of what its acquisition created: nil for a member that takes no lease
-// and for a re-entry, since a combinator must never change the lease of a
-// hold the owner had before (it would stop the renewal of a hold in
-// watchdog mode, which then expires unnoticed).
-func (m *MultiLock) takeAll(ctx context.Context, wait bool) ([]leaseSetter, error) {
+// a member fails or ctx ends.
+func (m *MultiLock) takeAll(ctx context.Context, wait bool) ([]memberHold, error) {
 	step := m.stepMin
 	for {
-		setters, failed, err := m.round(ctx, wait, step)
+		holds, failed, err := m.round(ctx, wait, step)
 		if err == nil {
-			return setters, nil
+			return holds, nil
 		}
 		if errors.Is(err, errStep) && ctx.Err() == nil {
 			// Holding nothing now, wait for the member that was busy,
@@ -309,22 +321,22 @@ func (m *MultiLock) await(ctx context.Context, i int) error {
 	return nil
 }
 
-// round makes one pass over the members and returns their lease setters
-// (see takeAll); on failure it has released the members it took and
-// returns the index of the member that failed.
-func (m *MultiLock) round(ctx context.Context, wait bool, step time.Duration) ([]leaseSetter, int, error) {
-	setters := make([]leaseSetter, len(m.members))
+// round makes one pass over the members and returns what each acquisition
+// created; on failure it has released the members it took and returns the
+// index of the member that failed.
+func (m *MultiLock) round(ctx context.Context, wait bool, step time.Duration) ([]memberHold, int, error) {
+	holds := make([]memberHold, len(m.members))
 	for i, l := range m.members {
 		var err error
 		switch {
 		case !wait:
-			setters[i], err = take(ctx, l, false)
+			holds[i], err = take(ctx, l, false)
 		case i == 0: // holding nothing: wait as long as ctx allows
-			setters[i], err = take(ctx, l, true)
+			holds[i], err = take(ctx, l, true)
 		default:
 			d := step/2 + rand.N(step/2+1)
 			sctx, cancel := context.WithTimeout(ctx, d)
-			setters[i], err = take(sctx, l, true)
+			holds[i], err = take(sctx, l, true)
 			cancel()
 			if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 				err = fmt.Errorf("%w after %v: %w", errStep, d, err)
@@ -338,36 +350,43 @@ func (m *MultiLock) round(ctx context.Context, wait bool, step time.Duration) ([
 			return nil, i, err
 		}
 	}
-	return setters, 0, nil
+	return holds, 0, nil
 }
 
-// take acquires l, in watchdog mode if it takes a lease, and returns how
-// to set the lease of what the acquisition created (see takeAll).
-func take(ctx context.Context, l rlock.Locker, wait bool) (leaseSetter, error) {
-	ll, ok := l.(rlock.LeaseLocker)
-	if !ok {
-		if wait {
-			return nil, l.Lock(ctx)
-		}
-		return nil, l.TryLock(ctx)
-	}
+// take acquires l, in watchdog mode if it takes a lease, and returns what
+// the acquisition created, as the member reports it through a core.Grant
+// (rlock's own locks do) or, for other members, as far as their handle
+// tells.
+func take(ctx context.Context, l rlock.Locker, wait bool) (memberHold, error) {
 	g := &core.Grant{}
 	gctx := core.WithGrant(ctx, g)
+	ll, leased := l.(rlock.LeaseLocker)
 	var err error
-	if wait {
+	switch {
+	case leased && wait:
 		err = ll.LockLease(gctx, rlock.WatchdogMode)
-	} else {
+	case leased:
 		err = ll.TryLockLease(gctx, rlock.WatchdogMode)
+	case wait:
+		err = l.Lock(gctx)
+	default:
+		err = l.TryLock(gctx)
+	}
+	if err != nil {
+		return memberHold{}, err
+	}
+	h := memberHold{done: g.Done, err: g.Err}
+	if lo, ok := l.(loser); ok && h.done == nil {
+		h.done, h.err = lo.Done(), lo.Err
 	}
 	switch {
-	case err != nil:
-		return nil, err
-	case g.Reentry:
-		return nil, nil
+	case !leased || g.Reentry:
 	case g.SetLease != nil:
-		return g.SetLease, nil
+		h.setLease = g.SetLease
+	default:
+		h.setLease = ll.SetLease
 	}
-	return ll.SetLease, nil
+	return h, nil
 }
 
 // release releases one hold on each of the first n members.
@@ -385,46 +404,105 @@ type loser interface {
 	Err() error
 }
 
-// period is one holding period of the MultiLock: it ends when the first
-// member that reports loss ends its own (by the last Unlock or by loss).
+// period is one holding period of the MultiLock. It ends when a member
+// loses its lock (the watcher), when an Unlock ends a member's holding
+// period (settle), or when every member's holding period has ended.
 type period struct {
-	done chan struct{}
-	err  error // written before done is closed
+	holds []memberHold // as acquired
+	done  chan struct{}
+	once  sync.Once
+	err   error // written before done is closed
 }
 
-// watch starts watching the members' holding periods, unless the current
-// watch already covers them (a re-entry).
-func (m *MultiLock) watch() {
-	var dones []<-chan struct{}
+func (p *period) end(err error) {
+	p.once.Do(func() {
+		p.err = err
+		close(p.done)
+	})
+}
+
+// result returns why p ended; nil for an Unlock or while it lasts.
+func (p *period) result() error {
+	if closed(p.done) {
+		return p.err
+	}
+	return nil
+}
+
+// watch makes holds the current holding period and starts watching its
+// members, unless the current period already covers them (a re-entry).
+// It returns the current period.
+func (m *MultiLock) watch(holds []memberHold) *period {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p := m.last; p != nil && !closed(p.done) && sameDones(p.holds, holds) {
+		return p
+	}
+	p := &period{holds: holds, done: make(chan struct{})}
+	m.last = p
+	go m.watchLoss(p) // returns at once when no member reports loss
+	return p
+}
+
+// watchLoss ends p at the first member that loses its lock, or with nil
+// once every watched member's holding period has ended by release. A
+// member released while others are held does not end p: the Unlock that
+// released it does (settle), and a loss found meanwhile wins.
+func (m *MultiLock) watchLoss(p *period) {
+	cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(p.done)}}
 	var idx []int
-	for i, l := range m.members {
-		if lo, ok := l.(loser); ok {
-			dones = append(dones, lo.Done())
+	for i, h := range p.holds {
+		if h.done != nil {
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(h.done)})
 			idx = append(idx, i)
 		}
 	}
+	if len(idx) == 0 {
+		return // nothing reports loss: p never ends
+	}
+	for len(idx) > 0 {
+		chosen, _, _ := reflect.Select(cases)
+		if chosen == 0 {
+			return
+		}
+		i := idx[chosen-1]
+		if err := p.holds[i].err(); err != nil {
+			p.end(m.lossErr(i, err))
+			return
+		}
+		cases = slices.Delete(cases, chosen, chosen+1)
+		idx = slices.Delete(idx, chosen-1, chosen)
+	}
+	p.end(nil)
+}
+
+// settle ends the current holding period after an Unlock if a member's
+// ended: with the first member's loss, or nil when they were released.
+func (m *MultiLock) settle() {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.last != nil && !closed(m.last.done) && equalChans(m.lastDone, dones) {
+	p := m.last
+	m.mu.Unlock()
+	if p == nil || closed(p.done) {
 		return
 	}
-	p := &period{done: make(chan struct{})}
-	m.last, m.lastDone = p, dones
-	if len(dones) == 0 {
-		return // nothing reports loss: Done never closes
-	}
-	cases := make([]reflect.SelectCase, len(dones))
-	for i, d := range dones {
-		cases[i] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(d)}
-	}
-	go func() {
-		chosen, _, _ := reflect.Select(cases)
-		i := idx[chosen]
-		if err := m.members[i].(loser).Err(); err != nil {
-			p.err = fmt.Errorf("%w: member %d (%q): %w", rlock.ErrLockLost, i, m.members[i].Name(), err)
+	ended := false
+	for i, h := range p.holds {
+		if h.done == nil || !closed(h.done) {
+			continue
 		}
-		close(p.done)
-	}()
+		if err := h.err(); err != nil {
+			p.end(m.lossErr(i, err))
+			return
+		}
+		ended = true
+	}
+	if ended {
+		p.end(nil)
+	}
+}
+
+func (m *MultiLock) lossErr(i int, err error) error {
+	return fmt.Errorf("%w: member %d (%q): %w", rlock.ErrLockLost, i, m.members[i].Name(), err)
 }
 
 func closed(c <-chan struct{}) bool {
@@ -436,12 +514,13 @@ func closed(c <-chan struct{}) bool {
 	}
 }
 
-func equalChans(a, b []<-chan struct{}) bool {
+// sameDones reports whether a and b watch the same holding periods.
+func sameDones(a, b []memberHold) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
-		if a[i] != b[i] {
+		if a[i].done != b[i].done {
 			return false
 		}
 	}
@@ -449,11 +528,11 @@ func equalChans(a, b []<-chan struct{}) bool {
 }
 
 // Done returns a channel that is closed when the holding period of the last
-// successful acquisition ends: when the first member that reports loss (a
-// member with Done and Err methods, as the reentrant lock has) ends its
-// own, by the last Unlock or by loss (see Err). Before the first
-// acquisition it returns a closed channel. When no member reports loss,
-// the channel never closes: such members cannot tell.
+// successful acquisition ends: by an Unlock that ends a member's own
+// holding period, or by the loss of a member that reports loss (one with
+// Done and Err methods, as the reentrant lock has; see Err). Before the
+// first acquisition it returns a closed channel. When no member reports
+// loss, the channel never closes: such members cannot tell.
 func (m *MultiLock) Done() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -464,17 +543,17 @@ func (m *MultiLock) Done() <-chan struct{} {
 }
 
 // Err returns nil while the holding period of the last acquisition goes on
-// or when it ended by Unlock; after the loss of any member it returns an
-// error wrapping rlock.ErrLockLost that names the member and wraps its
-// error.
+// or when it ended by Unlock; after the loss of any member (also one that
+// Unlock found lost) it returns an error wrapping rlock.ErrLockLost that
+// names the member and wraps its error.
 func (m *MultiLock) Err() error {
 	m.mu.Lock()
 	p := m.last
 	m.mu.Unlock()
-	if p == nil || !closed(p.done) {
+	if p == nil {
 		return nil
 	}
-	return p.err
+	return p.result()
 }
 
 var closedChan = func() chan struct{} {

@@ -144,3 +144,55 @@ func TestNestedMultiLockLeaseDoesNotShortenAHoldItDidNotCreate(t *testing.T) {
 		require.NoError(t, a.Unlock(ctx))
 	})
 }
+
+// Regression (issue 12, suspicion on the combinators' loss watchers): the
+// MultiLock read a member's Err from the handle, whose last holding period
+// may already be another owner's. Owner x's hold on a member is lost,
+// owner y takes that member through the same handle, and x's Unlock finds
+// its hold gone: the MultiLock reported a clean end.
+func TestMemberLossIsReadFromItsOwnHoldingPeriod(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		xctx, yctx := rlock.WithOwner(ctx, "x"), rlock.WithOwner(ctx, "y")
+		c := newClient(t, b)
+		name := redistest.Name(t)
+		ls := handles(t, []*reentrant.Client{c, c}, name)
+		a := ls[0].(*reentrant.Lock)
+		m := newMulti(t, ls)
+		require.NoError(t, m.Lock(xctx))
+
+		_, err := handles(t, []*reentrant.Client{c}, name)[0].(*reentrant.Lock).ForceUnlock(ctx)
+		require.NoError(t, err)
+		require.NoError(t, a.Lock(yctx)) // the handle's last holding period is now y's
+
+		err = m.Unlock(xctx)
+		require.ErrorIs(t, err, rlock.ErrNotHeld)
+		require.ErrorContains(t, err, "member 0")
+		<-m.Done()
+		require.ErrorIs(t, m.Err(), rlock.ErrLockLost, "x's loss of member 0 went unreported")
+		require.ErrorContains(t, m.Err(), "member 0")
+		require.NoError(t, a.Unlock(yctx))
+	})
+}
+
+// Regression (issue 12, defect 10, MultiLock form): a renewal that ran on
+// the server after a member's last release, and whose reply was read
+// before the release's, ended the member's holding period as lost, and
+// the MultiLock reported a loss after a clean Unlock. Renewing every
+// millisecond makes that window likely on every few cycles.
+func TestCleanUnlockIsNotReportedAsLoss(t *testing.T) {
+	// Remove once the core fix of defect 10 is merged: the member's own
+	// holding period ends as lost, so any MultiLock over it reports it.
+	t.Skip("issue 12 defect 10: fails until the reentrant lock's fix lands")
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b, reentrant.WithWatchdog(watchdog.WithLease(200*time.Millisecond), watchdog.WithInterval(time.Millisecond)))
+		m := newMulti(t, handles(t, []*reentrant.Client{c, c}, redistest.Name(t)))
+		for i := range 300 {
+			require.NoError(t, m.Lock(ctx))
+			require.NoError(t, m.Unlock(ctx))
+			<-m.Done()
+			require.NoError(t, m.Err(), "cycle %d", i)
+		}
+	})
+}

@@ -71,6 +71,8 @@ func (l *Lock) attemptLocked(ctx context.Context, h *hold, lease time.Duration, 
 	ttl, err := l.keepOrRelease(ctx, h, state)
 	if g := GrantFrom(ctx); g != nil && err == nil {
 		g.Reentry = res[1] > 1 // the server's count: it held before this grant
+		ep := h.ep.Load()
+		g.Done, g.Err = ep.done, ep.error
 	}
 	return ttl, err
 }

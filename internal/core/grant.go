@@ -19,6 +19,13 @@ type Grant struct {
 	// re-entered reports it, and its parent calls it instead of the
 	// member's own SetLease.
 	SetLease func(ctx context.Context, lease time.Duration) error
+	// Done is closed when the holding period the acquisition is part of
+	// ends, by the last release or by loss; Err then returns nil for a
+	// release or the loss (and nil while the period lasts). A combinator
+	// watches these, never the handle's Done and Err, which follow the
+	// handle's latest holding period, maybe another owner's.
+	Done <-chan struct{}
+	Err  func() error
 }
 
 type grantKey struct{}
