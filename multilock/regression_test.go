@@ -181,14 +181,11 @@ func TestMemberLossIsReadFromItsOwnHoldingPeriod(t *testing.T) {
 // the MultiLock reported a loss after a clean Unlock. Renewing every
 // millisecond makes that window likely on every few cycles.
 func TestCleanUnlockIsNotReportedAsLoss(t *testing.T) {
-	// Remove once the core fix of defect 10 is merged: the member's own
-	// holding period ends as lost, so any MultiLock over it reports it.
-	t.Skip("issue 12 defect 10: fails until the reentrant lock's fix lands")
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		c := newClient(t, b, reentrant.WithWatchdog(watchdog.WithLease(200*time.Millisecond), watchdog.WithInterval(time.Millisecond)))
 		m := newMulti(t, handles(t, []*reentrant.Client{c, c}, redistest.Name(t)))
-		for i := range 300 {
+		for i := range 200 {
 			require.NoError(t, m.Lock(ctx))
 			require.NoError(t, m.Unlock(ctx))
 			<-m.Done()
