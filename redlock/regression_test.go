@@ -2,14 +2,17 @@ package redlock_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/multilock"
+	"github.com/rlock-go/rlock/redlock"
 	"github.com/rlock-go/rlock/reentrant"
 	"github.com/rlock-go/rlock/watchdog"
 )
@@ -68,4 +71,64 @@ func TestMultiLockLeaseDoesNotShortenARedLockItDidNotCreate(t *testing.T) {
 		require.NoError(t, rl.Err())
 		require.NoError(t, rl.Unlock(ctx))
 	})
+}
+
+// Regression (issue 12, suspicion: same-owner RedLock calls racing with
+// different leases). Two calls of one owner attempt at once, one with a
+// long lease and one with a short one; on each node the second re-enters
+// the first's hold. The call that loses the race keeps the winner's
+// holding and rolls its own holds back, and that release used to restore
+// the loser's shorter lease: the nodes expired long before the validity
+// (Until) the holder relies on. Every node must outlive the validity.
+func TestSameOwnerRaceNeverLeavesNodesShorterThanTheValidity(t *testing.T) {
+	const long, short = time.Minute, 300 * time.Millisecond
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		var cs []*reentrant.Client
+		var rdbs []*redis.Client
+		for range 3 {
+			start := redistest.Mini
+			if b.IsReal() {
+				start = redistest.Real
+			}
+			p, rdb := start(t).NewProxiedClient(t, fast)
+			p.SetLatency(5 * time.Millisecond) // the two attempts overlap on every node
+			rc, err := reentrant.NewClient(rdb)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = rc.Close() })
+			cs, rdbs = append(cs, rc), append(rdbs, rdb)
+		}
+		for trial := range 8 {
+			name := redistest.Name(t)
+			rl := newRedLock(t, name, cs, redlock.WithNodeWait(5*time.Second))
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for _, lease := range []time.Duration{long, short} {
+				wg.Go(func() {
+					<-start
+					if err := rl.TryLockLease(ctx, lease); err != nil {
+						t.Errorf("TryLockLease(%v): %v", lease, err)
+					}
+				})
+			}
+			close(start)
+			wg.Wait()
+			require.Zero(t, waitPending(t, rl))
+			until := rl.Until()
+			for i, rdb := range rdbs {
+				ttl, err := rdb.PTTL(ctx, name).Result()
+				require.NoError(t, err)
+				require.GreaterOrEqual(t, ttl, time.Until(until), "trial %d: node %d expires before the validity ends", trial, i)
+			}
+			require.NoError(t, rl.Unlock(ctx))
+			require.NoError(t, rl.Unlock(ctx))
+		}
+	})
+}
+
+// waitPending waits until r's background releases are done.
+func waitPending(t *testing.T, r *redlock.RedLock) int {
+	t.Helper()
+	require.Eventually(t, func() bool { return redlock.PendingReleases(r) == 0 }, 10*time.Second, time.Millisecond)
+	return redlock.PendingReleases(r)
 }
