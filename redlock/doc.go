@@ -32,9 +32,11 @@
 // A node that is down, frozen or slow costs an attempt at most the per-node
 // wait: the attempt returns then, whatever the Redis client is still doing.
 // Partial acquisitions are released on every node that granted before the
-// attempt returns (it waits at most another per-node wait for that), and
-// nodes that did not answer in time are released in the background (their script may still run; a grant that arrives after the
-// per-node wait is released when it arrives). Errors are *NodeError values
+// attempt returns (it waits at most another per-node wait for that). A
+// node whose answer did not arrive, or whose reply was lost, gives back
+// what its script granted by itself, whether the attempt failed or
+// succeeded: its client releases a grant that arrives after the per-node
+// wait, and settles an unknown outcome at once. Errors are *NodeError values
 // naming each node that failed and why; they wrap rlock.ErrNotObtained when
 // no quorum was reached, while a context that ends is reported as the
 // context's error, never as ErrNotObtained.

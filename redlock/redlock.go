@@ -226,9 +226,9 @@ func (r *RedLock) Lock(ctx context.Context) error { return r.acquire(ctx, r.leas
 // from the earliest request sent to a node that granted) is positive.
 //
 // Otherwise every node that granted is released again (TryLock waits for
-// these releases, at most another per-node wait), and so is, in the
-// background, every node whose answer did not arrive (its script may still
-// run; this owner's next attempt on that node waits for the release); the error is a *NodeError wrapping
+// these releases, at most another per-node wait; a node whose answer did
+// not arrive gives back a late grant by itself, see the package
+// documentation); the error is a *NodeError wrapping
 // rlock.ErrNotObtained that lists each failed node and why. When ctx ends
 // during the attempt it returns an error wrapping ctx's error instead,
 // after the same clean-up.
@@ -499,13 +499,13 @@ func (r *RedLock) attempt(ctx context.Context, owner string, lease time.Duration
 	}
 	held := n - len(fails)
 	if ctx.Err() != nil {
-		r.rollback(ctx, owner, granted, errs, wait)
+		r.rollback(ctx, owner, granted, wait)
 		return r.ctxErr(ctx)
 	}
 	eff := r.leaseFor(lease)
 	validity := eff - elapsed - Drift(eff)
 	if held < r.quorum || validity <= 0 {
-		r.rollback(ctx, owner, granted, errs, wait)
+		r.rollback(ctx, owner, granted, wait)
 		e := &NodeError{Name: r.name, Op: "lock", Quorum: r.quorum, Held: held, Failures: fails, sentinel: rlock.ErrNotObtained}
 		if held >= r.quorum {
 			e.late, e.Validity = true, validity
@@ -522,7 +522,7 @@ func (r *RedLock) attempt(ctx context.Context, owner string, lease time.Duration
 		// holding that counts both.
 		old.count++
 		r.mu.Unlock()
-		r.rollback(ctx, owner, granted, errs, wait)
+		r.rollback(ctx, owner, granted, wait)
 		return nil
 	}
 	r.holds[owner] = h
@@ -552,24 +552,17 @@ func (r *RedLock) tryNode(ctx context.Context, owner string, i int, lease time.D
 	return sent, r.nodes[i].lock.TryLockLease(ctx, lease)
 }
 
-// rollback releases the nodes that granted and the nodes whose answer is
-// unknown. It waits for the nodes that granted (they just answered) at
-// most wait; the rest finish in the background.
-func (r *RedLock) rollback(ctx context.Context, owner string, granted []bool, errs []error, wait time.Duration) {
+// rollback releases the nodes that granted, and waits for these releases
+// at most wait. Nodes whose outcome is unknown (no answer in time, a lost
+// reply) are not released here: their client gives back a grant it could
+// not report (core: a late grant is released, an unknown outcome settled
+// at once), and a release here would take a hold the attempt never got,
+// such as one the owner had before.
+func (r *RedLock) rollback(ctx context.Context, owner string, granted []bool, wait time.Duration) {
 	var waitFor []<-chan struct{}
 	for i, ok := range granted {
-		switch {
-		case ok:
+		if ok {
 			waitFor = append(waitFor, r.releaseLater(ctx, owner, i))
-		case errors.Is(errs[i], rlock.ErrNotObtained), errors.Is(errs[i], rlock.ErrInvalidArgument),
-			errors.Is(errs[i], rlock.ErrClosed), errors.Is(errs[i], errNotSent):
-			// the node answered, or nothing was sent: nothing to undo
-		default:
-			// No answer in time, or a Redis error: the script may have
-			// run, or may still run. The release queues behind the
-			// attempt in the client and is answered ErrNotHeld if
-			// nothing was granted.
-			r.releaseLater(ctx, owner, i)
 		}
 	}
 	if len(waitFor) == 0 {

@@ -132,3 +132,101 @@ func waitPending(t *testing.T, r *redlock.RedLock) int {
 	require.Eventually(t, func() bool { return redlock.PendingReleases(r) == 0 }, 10*time.Second, time.Millisecond)
 	return redlock.PendingReleases(r)
 }
+
+// Regression (issue 12, suspicion: the success path kept nodes whose
+// outcome is unknown). A node runs the acquire script but its reply is
+// lost, while a quorum of other nodes grants: the RedLock is held, and the
+// hold on the lost-reply node must be given back at once, not left until
+// its lease (a minute) or, after the RedLock's Unlock, forever in the way
+// of other owners.
+func TestSuccessGivesBackANodeWhoseReplyWasLost(t *testing.T) {
+	for _, kind := range []struct {
+		name  string
+		start func(testing.TB) *redistest.Backend
+	}{{redistest.MiniName, redistest.Mini}, {redistest.RealName, redistest.Real}} {
+		t.Run(kind.name, func(t *testing.T) {
+			ctx := context.Background()
+			name := redistest.Name(t)
+			p, rdb0 := kind.start(t).NewProxiedClient(t, fast)
+			rdbs := []*redis.Client{rdb0, kind.start(t).NewClient(t, fast), kind.start(t).NewClient(t, fast)}
+			cs := make([]*reentrant.Client, 3)
+			for i, rdb := range rdbs {
+				rc, err := reentrant.NewClient(rdb)
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = rc.Close() })
+				cs[i] = rc
+			}
+			warm := newRedLock(t, name+":warm", cs) // loads the scripts
+			require.NoError(t, warm.TryLock(ctx))
+			require.NoError(t, warm.Unlock(ctx))
+
+			rl := newRedLock(t, name, cs, redlock.WithLease(time.Minute))
+			p.DropNextReply("evalsha") // node 0 grants, its reply is lost
+			require.NoError(t, rl.TryLock(ctx))
+			require.Equal(t, 1, p.Dropped())
+			require.Eventually(t, func() bool {
+				n, err := rdb0.Exists(ctx, name).Result()
+				return err == nil && n == 0
+			}, 10*time.Second, 10*time.Millisecond, "node 0 stays locked")
+			require.NoError(t, rl.Unlock(ctx))
+			for i, ok := range []*redis.Client{rdb0} {
+				n, err := ok.Exists(ctx, name).Result()
+				require.NoError(t, err)
+				require.Zero(t, n, "node %d", i)
+			}
+		})
+	}
+}
+
+// The rollback of a failed attempt gives back only what the attempt got.
+// A node whose reply was lost has its unreported grant given back by the
+// node's client; the rollback releasing it too took one more hold: here
+// the hold the owner had on that node's key through a handle of its own.
+func TestRollbackNeverReleasesAHoldTheAttemptDidNotGet(t *testing.T) {
+	for _, kind := range []struct {
+		name  string
+		start func(testing.TB) *redistest.Backend
+	}{{redistest.MiniName, redistest.Mini}, {redistest.RealName, redistest.Real}} {
+		t.Run(kind.name, func(t *testing.T) {
+			ctx := context.Background()
+			xctx := rlock.WithOwner(ctx, "x")
+			name := redistest.Name(t)
+			p, rdb0 := kind.start(t).NewProxiedClient(t, fast)
+			rdbs := []*redis.Client{rdb0, kind.start(t).NewClient(t, fast), kind.start(t).NewClient(t, fast)}
+			mine, theirs := make([]*reentrant.Client, 3), make([]*reentrant.Client, 3)
+			for i, rdb := range rdbs {
+				for _, set := range [][]*reentrant.Client{mine, theirs} {
+					rc, err := reentrant.NewClient(rdb)
+					require.NoError(t, err)
+					t.Cleanup(func() { _ = rc.Close() })
+					set[i] = rc
+				}
+			}
+			warm := newRedLock(t, name+":warm", mine) // loads the scripts
+			require.NoError(t, warm.TryLock(ctx))
+			require.NoError(t, warm.Unlock(ctx))
+			for i := 1; i < 3; i++ { // another owner holds nodes 1 and 2
+				l, err := reentrant.New(theirs[i], name)
+				require.NoError(t, err)
+				require.NoError(t, l.TryLock(ctx))
+			}
+			own, err := reentrant.New(mine[0], name) // x's own hold on node 0's key
+			require.NoError(t, err)
+			require.NoError(t, own.TryLockLease(xctx, time.Minute))
+
+			rl := newRedLock(t, name, mine)
+			p.DropNextReply("evalsha") // node 0 re-enters, its reply is lost
+			require.ErrorIs(t, rl.TryLock(xctx), rlock.ErrNotObtained)
+			require.Equal(t, 1, p.Dropped())
+			require.Zero(t, waitPending(t, rl))
+			require.Eventually(t, func() bool {
+				n, err := own.HoldCount(xctx)
+				return err == nil && n == 1
+			}, 10*time.Second, 10*time.Millisecond, "the re-entry is not given back")
+			n, err := own.HoldCount(xctx)
+			require.NoError(t, err)
+			require.Equal(t, 1, n, "x's own hold was released")
+			require.NoError(t, own.Unlock(xctx))
+		})
+	}
+}
