@@ -28,12 +28,14 @@ type NodeFailure struct {
 // nodes, naming every node that failed and why. It wraps every node's
 // error and, for an acquisition that did not reach a quorum (or whose
 // validity was not positive), rlock.ErrNotObtained; for a release that
-// found fewer than a quorum of nodes still held, rlock.ErrNotHeld. Test
-// with errors.Is and get the details with errors.As.
+// found fewer than a quorum of nodes still held, rlock.ErrNotHeld. As the
+// reason of a lost holding (Err), it wraps rlock.ErrLockLost. Test with
+// errors.Is and get the details with errors.As.
 type NodeError struct {
 	// Name is the lock's name.
 	Name string
-	// Op is "lock" or "unlock".
+	// Op is "lock", "unlock", "set lease" or, for a loss found while
+	// held, "hold".
 	Op string
 	// Quorum is how many nodes must agree: n/2+1 of n.
 	Quorum int
@@ -46,7 +48,7 @@ type NodeError struct {
 	// Failures lists the nodes that failed, in node order.
 	Failures []NodeFailure
 
-	sentinel error // rlock.ErrNotObtained, rlock.ErrNotHeld or nil
+	sentinel error // rlock.ErrNotObtained, rlock.ErrNotHeld, rlock.ErrLockLost or nil
 	late     bool  // quorum reached, validity not positive
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -57,6 +58,7 @@ type pendingKey struct {
 type holding struct {
 	count  int
 	held   []bool         // nodes that granted
+	nodes  []core.Grant   // by node: what a node that granted reported
 	until  time.Time      // end of validity; zero in watchdog mode; guarded by RedLock.mu
 	retime chan time.Time // new values of until, for the watcher
 	stop   chan struct{}
@@ -458,36 +460,23 @@ func Drift(lease time.Duration) time.Duration { return lease/100 + 2*time.Millis
 
 // attempt is one round over every node, in parallel.
 func (r *RedLock) attempt(ctx context.Context, owner string, lease time.Duration) error {
-	n := len(r.nodes)
 	wait := r.perNodeWait(ctx)
-	// The nodes' grants are this RedLock's business, not its caller's.
-	nctx, cancel := context.WithTimeout(core.WithGrant(ctx, nil), wait)
-	errs := make([]error, n)
-	sent := make([]time.Time, n) // when each node's request was sent
-	var wg sync.WaitGroup
-	for i := range r.nodes {
-		if i == n-1 {
-			sent[i], errs[i] = r.tryNode(nctx, owner, i, lease)
-			break
-		}
-		wg.Go(func() { sent[i], errs[i] = r.tryNode(nctx, owner, i, lease) })
-	}
-	wg.Wait()
-	cancel()
+	res := r.askAll(ctx, owner, lease, wait)
 	// A node's lock lives at least lease from when its request was sent:
 	// the validity runs from the earliest send among the nodes that
 	// granted (a wait for an earlier release on a node does not count).
 	var start time.Time
-	for i, err := range errs {
-		if err == nil && (start.IsZero() || sent[i].Before(start)) {
-			start = sent[i]
+	for _, nr := range res {
+		if nr.err == nil && (start.IsZero() || nr.sent.Before(start)) {
+			start = nr.sent
 		}
 	}
 	elapsed := time.Since(start)
 
-	granted := make([]bool, n)
+	granted := make([]bool, len(res))
 	var fails []NodeFailure
-	for i, err := range errs {
+	for i, nr := range res {
+		err := nr.err
 		if err == nil {
 			granted[i] = true
 			continue
@@ -497,7 +486,7 @@ func (r *RedLock) attempt(ctx context.Context, owner string, lease time.Duration
 		}
 		fails = append(fails, NodeFailure{Index: i, Node: r.nodes[i].label, Err: err})
 	}
-	held := n - len(fails)
+	held := len(res) - len(fails)
 	if ctx.Err() != nil {
 		r.rollback(ctx, owner, granted, wait)
 		return r.ctxErr(ctx)
@@ -513,6 +502,9 @@ func (r *RedLock) attempt(ctx context.Context, owner string, lease time.Duration
 		return e
 	}
 	h := &holding{count: 1, held: granted, retime: make(chan time.Time, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	for _, nr := range res {
+		h.nodes = append(h.nodes, nr.grant)
+	}
 	if lease != rlock.WatchdogMode {
 		h.until = start.Add(validity + elapsed)
 	}
@@ -532,12 +524,33 @@ func (r *RedLock) attempt(ctx context.Context, owner string, lease time.Duration
 	return nil
 }
 
+// nodeResult is one node's answer to an attempt.
+type nodeResult struct {
+	sent  time.Time  // when the request was sent
+	err   error      // nil: granted
+	grant core.Grant // what the node reported of its grant
+}
+
+// askAll asks every node in parallel, each for at most wait.
+func (r *RedLock) askAll(ctx context.Context, owner string, lease, wait time.Duration) []nodeResult {
+	nctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	res := make([]nodeResult, len(r.nodes))
+	var wg sync.WaitGroup
+	for i := range res {
+		wg.Go(func() { res[i] = r.tryNode(nctx, owner, i, lease) })
+	}
+	wg.Wait()
+	return res
+}
+
 // errNotSent is a node's failure when its attempt was not even sent.
 var errNotSent = errors.New("redlock: an earlier release on the node is still pending")
 
 // tryNode makes one attempt on node i, after any clean-up of an earlier
-// attempt of this owner on that node has finished.
-func (r *RedLock) tryNode(ctx context.Context, owner string, i int, lease time.Duration) (time.Time, error) {
+// attempt of this owner on that node has finished. The node reports its
+// grant to this RedLock, never to the RedLock's own caller.
+func (r *RedLock) tryNode(ctx context.Context, owner string, i int, lease time.Duration) nodeResult {
 	r.mu.Lock()
 	p := r.pending[pendingKey{owner, i}]
 	r.mu.Unlock()
@@ -545,11 +558,12 @@ func (r *RedLock) tryNode(ctx context.Context, owner string, i int, lease time.D
 		select {
 		case <-p:
 		case <-ctx.Done():
-			return time.Time{}, errNotSent
+			return nodeResult{err: errNotSent}
 		}
 	}
-	sent := time.Now()
-	return sent, r.nodes[i].lock.TryLockLease(ctx, lease)
+	nr := nodeResult{sent: time.Now()}
+	nr.err = r.nodes[i].lock.TryLockLease(core.WithGrant(ctx, &nr.grant), lease)
+	return nr
 }
 
 // rollback releases the nodes that granted, and waits for these releases
@@ -607,10 +621,11 @@ func (r *RedLock) releaseLater(ctx context.Context, owner string, i int) <-chan 
 	return ch
 }
 
-// watch ends h when fewer than a quorum of its nodes still hold the lock,
-// when its validity runs out, or when it is released (h.stop).
+// watch ends h when fewer than a quorum of its nodes still hold the lock
+// or when its validity runs out, until it is released (h.stop). It
+// watches the holding periods its nodes reported for this acquisition,
+// never the node handles' latest, which may be another owner's.
 func (r *RedLock) watch(h *holding) {
-	const fixed = 3 // stop, retime, timer; then the nodes
 	cases := []reflect.SelectCase{
 		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(h.stop)},
 		{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(h.retime)},
@@ -619,60 +634,76 @@ func (r *RedLock) watch(h *holding) {
 	var idx []int
 	for i, ok := range h.held {
 		if ok {
-			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(r.nodes[i].lock.Done())})
+			if h.nodes[i].Done == nil { // not reported: the handle's latest
+				h.nodes[i].Done, h.nodes[i].Err = r.nodes[i].lock.Done(), r.nodes[i].lock.Err
+			}
+			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(h.nodes[i].Done)})
 			idx = append(idx, i)
 		}
 	}
-	held := len(idx)
+	r.mu.Lock()
 	until := h.until // the watcher's copy, changed through h.retime
-	go func() {
-		var timer *time.Timer
-		setTimer := func() {
-			if timer != nil {
-				timer.Stop()
-			}
-			timer, cases[2].Chan = nil, reflect.Value{}
-			if !until.IsZero() {
-				timer = time.NewTimer(time.Until(until))
-				cases[2].Chan = reflect.ValueOf(timer.C)
-			}
+	r.mu.Unlock()
+	go r.watchLoop(h, until, cases, idx)
+}
+
+// watchLoop is watch's goroutine: cases are h.stop, h.retime, the validity
+// timer (until) and then the holding periods of the nodes idx.
+func (r *RedLock) watchLoop(h *holding, until time.Time, cases []reflect.SelectCase, idx []int) {
+	const fixed = 3 // stop, retime, timer; then the nodes
+	var timer *time.Timer
+	setTimer := func() {
+		if timer != nil {
+			timer.Stop()
 		}
-		setTimer()
-		defer func() {
-			if timer != nil {
-				timer.Stop()
-			}
-		}()
-		var fails []NodeFailure
-		for {
-			chosen, v, _ := reflect.Select(cases)
-			switch chosen {
-			case 0:
-				h.end(nil)
-				return
-			case 1:
-				until = v.Interface().(time.Time)
-				setTimer()
-				continue
-			case 2:
-				h.end(r.expired(until))
-				return
-			}
-			i := idx[chosen-fixed]
-			err := r.nodes[i].lock.Err()
-			if err == nil {
-				err = fmt.Errorf("%w: released on the node", rlock.ErrLockLost)
-			}
-			fails = append(fails, NodeFailure{Index: i, Node: r.nodes[i].label, Err: err})
-			held--
-			if held < r.quorum {
-				h.end(&NodeError{Name: r.name, Op: "hold", Quorum: r.quorum, Held: held, Failures: fails, sentinel: rlock.ErrLockLost})
-				return
-			}
-			cases = append(cases[:chosen], cases[chosen+1:]...)
-			idx = append(idx[:chosen-fixed], idx[chosen-fixed+1:]...)
+		timer, cases[2].Chan = nil, reflect.Value{}
+		if !until.IsZero() {
+			timer = time.NewTimer(time.Until(until))
+			cases[2].Chan = reflect.ValueOf(timer.C)
+		}
+	}
+	setTimer()
+	defer func() {
+		if timer != nil {
+			timer.Stop()
 		}
 	}()
+	var fails []NodeFailure
+	for {
+		chosen, v, _ := reflect.Select(cases)
+		switch {
+		case chosen == 0 || closed(h.stop):
+			return // released: Unlock ends h, with what its release found
+		case chosen == 1:
+			until = v.Interface().(time.Time)
+			setTimer()
+			continue
+		case chosen == 2:
+			h.end(r.expired(until))
+			return
+		}
+		i := idx[chosen-fixed]
+		err := h.nodes[i].Err()
+		if err == nil {
+			err = fmt.Errorf("%w: released on the node", rlock.ErrLockLost)
+		}
+		fails = append(fails, NodeFailure{Index: i, Node: r.nodes[i].label, Err: err})
+		if held := len(idx) - 1; held < r.quorum {
+			h.end(&NodeError{Name: r.name, Op: "hold", Quorum: r.quorum, Held: held, Failures: fails, sentinel: rlock.ErrLockLost})
+			return
+		}
+		cases = slices.Delete(cases, chosen, chosen+1)
+		idx = slices.Delete(idx, chosen-fixed, chosen-fixed+1)
+	}
+}
+
+func closed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // Unlock releases one hold of the caller's owner. The last one releases
@@ -687,7 +718,8 @@ func (r *RedLock) watch(h *holding) {
 // (wrapping rlock.ErrLockLost), joined with any release failure. When the release finds fewer than a
 // quorum of nodes still holding the lock (it was lost: expired, force-
 // unlocked, nodes restarted), or some node fails, it returns a *NodeError
-// listing the nodes; it wraps rlock.ErrNotHeld in the first case.
+// listing the nodes; it wraps rlock.ErrNotHeld in the first case, and the
+// holding then ends as lost (Err wraps rlock.ErrLockLost), not released.
 func (r *RedLock) Unlock(ctx context.Context) error {
 	owner, err := ownerKey(ctx)
 	if err != nil {
@@ -714,9 +746,28 @@ func (r *RedLock) Unlock(ctx context.Context) error {
 	// remain (they are answered ErrNotHeld).
 	delete(r.holds, owner)
 	r.mu.Unlock()
+	close(h.stop) // the watcher stops: the release's findings end h
+	err = r.releaseAll(ctx, h)
+	var ne *NodeError
+	if lost == nil && errors.As(err, &ne) && ne.sentinel == rlock.ErrNotHeld {
+		found := *ne
+		found.sentinel = rlock.ErrLockLost // the holding ended by loss, found here
+		lost = &found
+		h.end(lost)
+		return err
+	}
 	h.end(lost)
-	close(h.stop)
+	if lost != nil {
+		return errors.Join(lost, err)
+	}
+	return err
+}
 
+// releaseAll releases h on every node that granted it, in parallel. It
+// returns a *NodeError wrapping rlock.ErrNotHeld when fewer than a quorum
+// still held it, a *NodeError listing the nodes that failed otherwise, or
+// nil.
+func (r *RedLock) releaseAll(ctx context.Context, h *holding) error {
 	errs := r.release(ctx, h.held)
 	var fails []NodeFailure
 	still := 0
@@ -733,16 +784,13 @@ func (r *RedLock) Unlock(ctx context.Context) error {
 			still++ // unknown: maybe still held until its lease ends
 		}
 	}
-	err = nil
-	if still < r.quorum {
-		err = &NodeError{Name: r.name, Op: "unlock", Quorum: r.quorum, Held: still, Failures: fails, sentinel: rlock.ErrNotHeld}
-	} else if len(fails) > 0 {
-		err = &NodeError{Name: r.name, Op: "unlock", Quorum: r.quorum, Held: still, Failures: fails}
+	switch {
+	case still < r.quorum:
+		return &NodeError{Name: r.name, Op: "unlock", Quorum: r.quorum, Held: still, Failures: fails, sentinel: rlock.ErrNotHeld}
+	case len(fails) > 0:
+		return &NodeError{Name: r.name, Op: "unlock", Quorum: r.quorum, Held: still, Failures: fails}
 	}
-	if lost != nil {
-		return errors.Join(lost, err)
-	}
-	return err
+	return nil
 }
 
 // Until returns the end of the validity of the last acquisition made
@@ -776,8 +824,9 @@ func (r *RedLock) Done() <-chan struct{} {
 // when it ended by Unlock. After a loss it returns an error wrapping
 // rlock.ErrLockLost: the validity of a lock with an explicit lease ran out,
 // or so many nodes lost the lock (watchdog renewal found it gone, a node
-// restarted, it was force-unlocked) that fewer than a quorum still hold it;
-// the error is then a *NodeError naming them.
+// restarted, it was force-unlocked; also when the last Unlock finds it so)
+// that fewer than a quorum still hold it; the error is then a *NodeError
+// naming them.
 func (r *RedLock) Err() error {
 	r.mu.Lock()
 	h := r.last

@@ -61,8 +61,8 @@ func TestMultiLockLeaseDoesNotShortenARedLockItDidNotCreate(t *testing.T) {
 		}
 		require.NoError(t, m.Unlock(ctx))
 		require.Never(t, func() bool {
-			for _, ok := range c.exists(t, name) {
-				if !ok {
+			for _, rdb := range c.rdbs {
+				if n, err := rdb.Exists(ctx, name).Result(); err == nil && n == 0 {
 					return true
 				}
 			}
@@ -229,4 +229,75 @@ func TestRollbackNeverReleasesAHoldTheAttemptDidNotGet(t *testing.T) {
 			require.NoError(t, own.Unlock(xctx))
 		})
 	}
+}
+
+// forceUnlock deletes name on the given nodes, as another process would.
+func forceUnlock(t *testing.T, c *cluster, name string, nodes ...int) {
+	t.Helper()
+	admin := c.clients(t)
+	for _, i := range nodes {
+		l, err := reentrant.New(admin[i], name)
+		require.NoError(t, err)
+		_, err = l.ForceUnlock(context.Background())
+		require.NoError(t, err)
+	}
+}
+
+// Regression (issue 12, suspicion on the loss watcher): the watcher read a
+// node's Err from the node handle, whose last holding period may be
+// another owner's. Owner x loses two of five nodes; owner y, through the
+// same RedLock handle, takes them and fails (no quorum), releasing them;
+// x then finds its two nodes lost. Their failures were reported as
+// "released on the node" (y's clean release) instead of x's own cause.
+func TestLossWatcherReadsItsOwnNodeHoldings(t *testing.T) {
+	each5(t, func(t *testing.T, c *cluster) {
+		ctx := context.Background()
+		xctx, yctx := rlock.WithOwner(ctx, "x"), rlock.WithOwner(ctx, "y")
+		name := redistest.Name(t)
+		rl := newRedLock(t, name, c.clients(t))
+		require.NoError(t, rl.Lock(xctx))
+
+		forceUnlock(t, c, name, 0, 1)
+		require.ErrorIs(t, rl.TryLock(yctx), rlock.ErrNotObtained) // y got nodes 0 and 1, then let them go
+		require.Zero(t, waitPending(t, rl))
+
+		err := rl.SetLease(xctx, rlock.WatchdogMode) // x finds nodes 0 and 1 lost
+		var ne *redlock.NodeError
+		require.ErrorAs(t, err, &ne)
+		require.Equal(t, 3, ne.Held) // still held on a quorum
+		require.NoError(t, rl.Err())
+		forceUnlock(t, c, name, 2)
+		require.ErrorIs(t, rl.SetLease(xctx, rlock.WatchdogMode), rlock.ErrNotHeld)
+		<-rl.Done()
+		err = rl.Err()
+		require.ErrorIs(t, err, rlock.ErrLockLost)
+		require.ErrorAs(t, err, &ne)
+		require.Len(t, ne.Failures, 3)
+		for _, f := range ne.Failures {
+			require.ErrorContains(t, f.Err, "no longer held when its lease was set", "node %d", f.Index)
+		}
+		require.ErrorIs(t, rl.Unlock(xctx), rlock.ErrLockLost)
+	})
+}
+
+// Regression (issue 12, defect 10's converse for RedLock): an Unlock that
+// finds the lock lost on so many nodes that fewer than a quorum still held
+// it ended the holding as a clean release: Err was nil.
+func TestLossFoundByUnlockIsReported(t *testing.T) {
+	each5(t, func(t *testing.T, c *cluster) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		rl := newRedLock(t, name, c.clients(t))
+		require.NoError(t, rl.Lock(ctx))
+		forceUnlock(t, c, name, 0, 1, 2)
+		require.ErrorIs(t, rl.Unlock(ctx), rlock.ErrNotHeld)
+		<-rl.Done()
+		require.ErrorIs(t, rl.Err(), rlock.ErrLockLost)
+
+		// A clean Unlock ends it without error.
+		require.NoError(t, rl.Lock(ctx))
+		require.NoError(t, rl.Unlock(ctx))
+		<-rl.Done()
+		require.NoError(t, rl.Err())
+	})
 }
