@@ -74,6 +74,14 @@ func (h *holding) end(err error) {
 	})
 }
 
+// result returns why h ended; nil after a release or while it lasts.
+func (h *holding) result() error {
+	if h.ended() {
+		return h.err
+	}
+	return nil
+}
+
 func (h *holding) ended() bool {
 	select {
 	case <-h.done:
@@ -334,10 +342,8 @@ func (r *RedLock) acquire(ctx context.Context, lease time.Duration, wait bool) e
 	if ctx.Err() != nil {
 		return r.ctxErr(ctx)
 	}
-	if r.reenter(ctx, owner) {
-		if g := core.GrantFrom(ctx); g != nil {
-			g.Reentry = true // a MultiLock over it must not change its lease
-		}
+	if h := r.reenter(ctx, owner); h != nil {
+		report(ctx, h, true)
 		return nil
 	}
 	var timer *time.Timer
@@ -378,21 +384,22 @@ func (r *RedLock) hopeless(err error) bool {
 }
 
 // reenter counts one more hold if owner holds the lock and it is still
-// valid. A holding that was lost or ran out of validity is dropped and
-// whatever is left of it on the nodes released, so that the fresh
-// acquisition that follows starts from nothing.
-func (r *RedLock) reenter(ctx context.Context, owner string) bool {
+// valid, and returns the holding (nil if not). A holding that was lost or
+// ran out of validity is dropped and whatever is left of it on the nodes
+// released, so that the fresh acquisition that follows starts from
+// nothing.
+func (r *RedLock) reenter(ctx context.Context, owner string) *holding {
 	r.mu.Lock()
 	h := r.holds[owner]
 	if h == nil {
 		r.mu.Unlock()
-		return false
+		return nil
 	}
 	until := h.until
 	if !h.ended() && (until.IsZero() || time.Now().Before(until)) {
 		h.count++
 		r.mu.Unlock()
-		return true
+		return h
 	}
 	delete(r.holds, owner)
 	r.mu.Unlock()
@@ -403,7 +410,17 @@ func (r *RedLock) reenter(ctx context.Context, owner string) bool {
 			r.releaseLater(ctx, owner, i)
 		}
 	}
-	return false
+	return nil
+}
+
+// report tells a combinator acquiring r (see core.Grant) whether the
+// acquisition was a re-entry, whose lease it must leave alone, and which
+// holding it is part of.
+func report(ctx context.Context, h *holding, reentry bool) {
+	if g := core.GrantFrom(ctx); g != nil {
+		g.Reentry = reentry
+		g.Done, g.Err = h.done, h.result
+	}
 }
 
 func (r *RedLock) expired(until time.Time) error {
@@ -515,12 +532,14 @@ func (r *RedLock) attempt(ctx context.Context, owner string, lease time.Duration
 		old.count++
 		r.mu.Unlock()
 		r.rollback(ctx, owner, granted, wait)
+		report(ctx, old, true)
 		return nil
 	}
 	r.holds[owner] = h
 	r.last = h
 	r.mu.Unlock()
 	r.watch(h)
+	report(ctx, h, false)
 	return nil
 }
 

@@ -301,3 +301,27 @@ func TestLossFoundByUnlockIsReported(t *testing.T) {
 		require.NoError(t, rl.Err())
 	})
 }
+
+// A MultiLock over a RedLock watches the RedLock holding its acquisition
+// is part of, not the RedLock handle's latest (another owner's): owner x
+// loses the RedLock, owner y takes it through the same handle, and x's
+// MultiLock must report x's loss.
+func TestMultiLockOverRedLockWatchesItsOwnHolding(t *testing.T) {
+	each5(t, func(t *testing.T, c *cluster) {
+		ctx := context.Background()
+		xctx, yctx := rlock.WithOwner(ctx, "x"), rlock.WithOwner(ctx, "y")
+		name := redistest.Name(t)
+		rl := newRedLock(t, name, c.clients(t))
+		m, err := multilock.New([]rlock.Locker{rl})
+		require.NoError(t, err)
+		require.NoError(t, m.Lock(xctx))
+
+		forceUnlock(t, c, name, 0, 1, 2, 3, 4)
+		require.NoError(t, rl.TryLock(yctx)) // the handle's latest holding is y's
+		require.ErrorIs(t, m.Unlock(xctx), rlock.ErrNotHeld)
+		<-m.Done()
+		require.ErrorIs(t, m.Err(), rlock.ErrLockLost)
+		require.NoError(t, rl.Err()) // y's holding goes on
+		require.NoError(t, rl.Unlock(yctx))
+	})
+}
