@@ -117,16 +117,18 @@ type Scheduler struct {
 	closed   bool
 	wg       sync.WaitGroup
 	stats    Stats
+	idle     *sync.Cond // on mu; broadcast when a renewal is answered
 }
 
 // Lease is one lock's registration with the scheduler.
 type Lease struct {
-	s       *Scheduler
-	key     string
-	field   string
-	expires time.Time // when the lease has certainly run out
-	failing bool
-	lost    func(error)
+	s        *Scheduler
+	key      string
+	field    string
+	expires  time.Time // when the lease has certainly run out
+	failing  bool
+	lost     func(error)
+	inflight bool // a renewal of it is on its way; guarded by Scheduler.mu
 }
 
 // Stats counts what a scheduler has done.
@@ -157,6 +159,7 @@ func New(rdb redis.Scripter, opts ...Option) (*Scheduler, error) {
 		wake:    make(chan struct{}, 1),
 		closing: make(chan struct{}),
 	}
+	s.idle = sync.NewCond(&s.mu)
 	for _, o := range opts {
 		if o == nil {
 			continue
@@ -209,12 +212,28 @@ func (s *Scheduler) Add(key, field string, sent time.Time, lost func(error)) *Le
 }
 
 // Stop ends the registration: the lock is no longer renewed. A renewal
-// already in flight may still extend it, which is harmless: renewal only
-// extends a lock still held by the same owner field. Stop is idempotent.
+// already in flight may still extend it, which is harmless when the lock
+// is being released (renewal only extends a lock still held by the same
+// owner field), but not when an explicit lease is set next: see
+// StopAndWait. Stop is idempotent.
 func (l *Lease) Stop() {
 	s := l.s
 	s.mu.Lock()
 	delete(s.entries, l)
+	s.mu.Unlock()
+}
+
+// StopAndWait is Stop, then waits until a renewal of the lock already on
+// its way is answered (as long as that round trip takes), so that a
+// command the caller sends next runs after it on the server: a renewal
+// must not restore the watchdog's lease over an explicit one set next.
+func (l *Lease) StopAndWait() {
+	s := l.s
+	s.mu.Lock()
+	delete(s.entries, l)
+	for l.inflight {
+		s.idle.Wait()
+	}
 	s.mu.Unlock()
 }
 
@@ -354,6 +373,18 @@ func (s *Scheduler) renewAll(job []*Lease) {
 }
 
 func (s *Scheduler) renewBatch(batch []*Lease) {
+	s.mu.Lock()
+	live := make([]*Lease, 0, len(batch))
+	for _, l := range batch {
+		if _, ok := s.entries[l]; ok {
+			l.inflight = true
+			live = append(live, l)
+		}
+	}
+	s.mu.Unlock()
+	if batch = live; len(batch) == 0 {
+		return
+	}
 	keys := make([]string, len(batch))
 	args := make([]any, len(batch)+1)
 	args[0] = strconv.FormatInt(s.lease.Milliseconds(), 10)
@@ -402,6 +433,10 @@ func (s *Scheduler) renewBatch(batch []*Lease) {
 		}
 	}
 	s.stats.Lost += uint64(len(lost))
+	for _, l := range batch {
+		l.inflight = false
+	}
+	s.idle.Broadcast()
 	s.mu.Unlock()
 
 	if err != nil {

@@ -81,6 +81,13 @@ func (l *Lock) setLeaseLocked(ctx context.Context, h *hold, lease time.Duration)
 	if lease == rlock.WatchdogMode {
 		ttl = l.c.wd.LeaseDuration()
 	}
+	stopped := lease != rlock.WatchdogMode && h.watch != nil
+	if stopped {
+		// A renewal already on its way would run after this script and
+		// set the watchdog's lease again: stop renewal, let it land first.
+		h.watch.StopAndWait()
+		h.watch = nil
+	}
 	sent := time.Now()
 	res, err := l.c.run(context.WithoutCancel(ctx), scripts.Renew, []string{l.name},
 		ttl.Milliseconds(), h.key.field).Int64Slice()
@@ -88,6 +95,9 @@ func (l *Lock) setLeaseLocked(ctx context.Context, h *hold, lease time.Duration)
 		err = fmt.Errorf("%w: renew script replied %v", rlock.ErrUnexpectedReply, res)
 	}
 	if err != nil {
+		if stopped { // the lease may be unchanged: keep renewing
+			h.watch = l.watch(h, h.ep.Load(), sent)
+		}
 		return fmt.Errorf("rlock: setting the lease of %q: %w", l.name, err)
 	}
 	if res[0] == 0 {
