@@ -52,6 +52,8 @@
 // member that failed (errors.Join), not only the first. Re-locking a
 // MultiLock the owner holds re-enters every member; each successful Lock or
 // TryLock needs one Unlock. Done and Err aggregate the members that report
-// loss (those with Done and Err methods, like reentrant locks): the
-// MultiLock is lost as soon as any member is.
+// loss (those with Done and Err methods, like reentrant locks), watching
+// the holding period each member's acquisition is part of: the MultiLock
+// is lost as soon as any member is, also when its Unlock is what finds a
+// member lost. After an Unlock that releases every member, Err is nil.
 package multilock
