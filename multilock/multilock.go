@@ -154,7 +154,8 @@ func (m *MultiLock) TryLockLease(ctx context.Context, lease time.Duration) error
 
 // SetLease changes the lease of the caller's owner's holding on every
 // member that implements rlock.LeaseLocker (see rlock.LeaseLocker.SetLease),
-// in parallel, including holds the owner had before it took the MultiLock. It returns every member's failure, joined, or
+// in parallel, including holds the owner had before it took the
+// MultiLock. It returns every member's failure, joined, or
 // rlock.ErrInvalidArgument, asking no member, for bad input (see Lock).
 func (m *MultiLock) SetLease(ctx context.Context, lease time.Duration) error {
 	if err := checkInput(ctx, lease); err != nil {
