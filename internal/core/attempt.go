@@ -47,7 +47,7 @@ func (l *Lock) attemptLocked(ctx context.Context, h *hold, lease time.Duration, 
 	if err != nil {
 		if unknownOutcome(err) {
 			h.unsure = true // the owner is entitled to h.count, as before
-			l.settleSoon(h)
+			l.settleNow(ctx, h)
 		}
 		return 0, fmt.Errorf("rlock: acquiring %q: %w", l.name, err)
 	}

@@ -26,10 +26,11 @@ type hold struct {
 	// count is the owner's holds as the owner is entitled to them: the
 	// server's count as of the last reply, or, after a call whose outcome
 	// is unknown (unsure), the count that call meant to leave.
-	count  int64
-	unsure bool
-	lease  time.Duration // TTL restored by a release that leaves holds
-	watch  *watchdog.Lease
+	count    int64
+	unsure   bool
+	settling bool          // settleNow is running
+	lease    time.Duration // TTL restored by a release that leaves holds
+	watch    *watchdog.Lease
 
 	held    atomic.Bool           // count > 0, readable without sem
 	ep      atomic.Pointer[epoch] // the current holding period

@@ -144,7 +144,7 @@ func (l *Lock) releaseLocked(ctx context.Context, h *hold) error {
 			// happened here, in the background or by the owner's next call.
 			h.setCount(h.count - 1)
 			h.unsure = true
-			l.settleSoon(h)
+			l.settleNow(ctx, h)
 		}
 		if h.count <= 0 { // the outcome is unknown: stop renewing, let the lease decide
 			h.stopRenewal(fmt.Errorf("%w: the last release failed, renewal stopped: %w", rlock.ErrLockLost, err))
@@ -219,6 +219,22 @@ func (l *Lock) settleLocked(ctx context.Context, h *hold) error {
 		}
 	}
 	return nil
+}
+
+// settleNow settles h at once, after a call whose outcome is unknown,
+// and leaves it to the background when that fails too (Redis is
+// unreachable): the call that failed then returns having completed what it
+// meant whenever Redis answers. h's semaphore must be held.
+func (l *Lock) settleNow(ctx context.Context, h *hold) {
+	if h.settling {
+		return // a release settling does is settled by the settle itself
+	}
+	h.settling = true
+	err := l.settleLocked(ctx, h)
+	h.settling = false
+	if err != nil {
+		l.settleSoon(h)
+	}
 }
 
 // settleSoon settles h in the background, so that a hold granted to a call
