@@ -46,10 +46,11 @@ type Proxy struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu      sync.Mutex
-	dropSub []byte // lower-case substring armed by DropNextReply; nil when disarmed
-	conns   map[*proxyConn]struct{}
-	closed  bool
+	mu       sync.Mutex
+	dropSub  []byte // lower-case substring armed by DropNextReply; nil when disarmed
+	dropLeft int    // replies still to drop for dropSub
+	conns    map[*proxyConn]struct{}
+	closed   bool
 }
 
 // proxyConn is one proxied connection: client <-> proxy <-> server.
@@ -102,9 +103,20 @@ func (p *Proxy) Target() string {
 // end (go-redis then retries on a new connection, running the command
 // again). A later call replaces an armed substring that has not matched yet.
 func (p *Proxy) DropNextReply(substr string) {
+	p.DropReplies(substr, 1)
+}
+
+// DropReplies is DropNextReply for the next n matching chunks: each one's
+// reply is dropped and its connection closed, so a client that re-sends
+// the command up to n-1 times gets no reply at all (its retries are
+// exhausted) while the server runs every copy. n < 1 disarms.
+func (p *Proxy) DropReplies(substr string, n int) {
 	sub := asciiLower([]byte(substr))
 	p.mu.Lock()
-	p.dropSub = sub
+	p.dropSub, p.dropLeft = sub, n
+	if n < 1 {
+		p.dropSub = nil
+	}
 	p.mu.Unlock()
 }
 
@@ -287,7 +299,9 @@ func (p *Proxy) matchDrop(pc *proxyConn, tail, chunk []byte) []byte {
 		keep := min(len(tail), max(len(sub)-1, 0))
 		window := append(append([]byte(nil), tail[len(tail)-keep:]...), asciiLower(chunk)...)
 		if bytes.Contains(window, sub) {
-			p.dropSub = nil
+			if p.dropLeft--; p.dropLeft <= 0 {
+				p.dropSub = nil
+			}
 			pc.dropReply.Store(true)
 		}
 	}
