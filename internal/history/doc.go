@@ -12,7 +12,11 @@
 // the command may or may not have run, and may even run after the call
 // returned. A caller that repeats such a call until it gets an answer may
 // record the attempts as one call (the library promises that they take
-// effect once): that is how exact hold counts are checked. Observations that are not calls are recorded too: the holder
+// effect once): that is how exact hold counts are checked. A caller may
+// instead go on with a different call, after reading its hold count
+// (Count), as a user who does not know what its failed call did must:
+// that checks that the library does not mistake the next call for a
+// re-send of the failed one. Observations that are not calls are recorded too: the holder
 // being told its lock was lost (Lost), the moment a hold may start to lapse
 // without any unlock (Lapse: a killed holder, a frozen server), and a server
 // losing its data (Wipe: redis-server killed and restarted without
@@ -28,7 +32,12 @@
 // it was made until a grace period after it returned (CheckLinearizable's
 // grace; unbounded if asked), so the model offers both next states. A Lapse of o frees the lock if o holds it, or changes
 // nothing, at one moment within its interval (which may be unbounded). A Wipe frees the lock at one
-// moment within its interval.
+// moment within its interval. A ForceUnlock frees the lock; its reply (1:
+// it deleted a lock) is legal only if the lock was held. A Count read of
+// an owner's hold count is legal only if it matches the state: this is
+// what pins down an Unknown call that the caller did not repeat but
+// followed with a different one (an unlock whose reply was lost, then
+// another unlock).
 //
 // # What the model does not claim
 //
