@@ -394,3 +394,93 @@ func TestFaultFair(t *testing.T) {
 		})
 	}
 }
+
+// TestFaultLostReplyThenOtherCalls: as TestFaultLostReply, but a worker
+// whose call failed does not repeat it: it reads its hold count and goes
+// on with other calls (see worker.roundSettle), as a user must who cannot
+// tell what the failed call did: Lock twice, an Unlock whose reply was
+// lost, another Unlock. Go-redis' retries are off, or exhausted (it
+// retries once and that reply is lost too). Each count read pins down what
+// the failed call did, so the history checks that the next, different
+// call is never mistaken for a re-send of the failed one; and no lock may
+// be left held after its owner's last successful Unlock. Reentrant and
+// fair.
+func TestFaultLostReplyThenOtherCalls(t *testing.T) {
+	for _, v := range []struct {
+		name    string
+		retries int
+		fair    bool
+	}{
+		{"reply lost, retries off, then other calls", -1, false},
+		{"reply lost, retries exhausted, then other calls", 1, false},
+		{"fair: reply lost, retries off, then other calls", -1, true},
+		{"fair: reply lost, retries exhausted, then other calls", 1, true},
+	} {
+		t.Run(strings.ReplaceAll(v.name, " ", "_"), func(t *testing.T) {
+			redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+				cfg := base(v.name)
+				cfg.viaProxy, cfg.settle, cfg.fair = true, true, v.fair
+				cfg.redisOpts = []func(*redis.Options){func(o *redis.Options) { o.MaxRetries = v.retries }}
+				cfg.lease = time.Second
+				cfg.timeout = 30 * time.Second // a lock nobody can take again fails the run by then
+				drops := max(v.retries, 0) + 1 // one per copy go-redis sends
+				cfg.inject = func(r *rig, stop <-chan struct{}) {
+					every(25*time.Millisecond, stop, func() { r.proxy.DropReplies("evalsha", drops) })
+					r.proxy.DropReplies("", 0)
+					t.Logf("replies dropped: %d", r.proxy.Dropped())
+				}
+				newRig(t, b, cfg).run(nil)
+			})
+		})
+	}
+}
+
+// TestFaultLeaseReentry: workers hold the lock in watchdog mode and some
+// re-enter it asking for a lease (50 ms) much shorter than the critical
+// section that follows (120-180 ms): with LockLease, or with a MultiLock
+// WithLease over the lock and a private one, taken and released. A
+// re-entry must not take the watchdog's protection away from the hold:
+// the lock may not expire inside the section while the holder's Done is
+// open, nor be taken by another worker then. Reentrant and fair.
+func TestFaultLeaseReentry(t *testing.T) {
+	for _, fairLock := range []bool{false, true} {
+		name := "explicit lease on a watchdog hold's re-entry"
+		if fairLock {
+			name = "fair: " + name
+		}
+		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
+			redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+				cfg := base(name)
+				cfg.leases, cfg.fair = true, fairLock
+				cfg.rounds = 5
+				newRig(t, b, cfg).run(nil)
+			})
+		})
+	}
+}
+
+// TestFaultForceUnlockResent: every 5-20 ms the lock is force-unlocked
+// through a client whose reply is lost after the script ran; go-redis
+// re-sends the script 20-80 ms later, by when a worker has often taken the
+// lock (see forcer). Workers pause between rounds, so the lock is often
+// free when it is force-unlocked. The re-send must not act again: the call is recorded
+// as taking effect before the re-send was dialled. Holders that lost the
+// lock to a force unlock keep believing they hold it until they are told,
+// so only the linearizability and token checks apply. Reentrant and fair.
+func TestFaultForceUnlockResent(t *testing.T) {
+	for _, fairLock := range []bool{false, true} {
+		name := "force unlock re-sent late"
+		if fairLock {
+			name = "fair: " + name
+		}
+		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
+			redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+				cfg := base(name)
+				cfg.force, cfg.fair = true, fairLock
+				cfg.exclusive = false
+				cfg.think = 150 * time.Millisecond // the lock is often free when it is force-unlocked
+				newRig(t, b, cfg).run(nil)
+			})
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock-go/rlock"
@@ -41,6 +42,21 @@ type config struct {
 	// fair runs the fair lock instead of the reentrant one; fifo also
 	// checks that waiters are granted in queue order.
 	fair, fifo bool
+	// settle: a worker does not repeat a call whose outcome was unknown;
+	// it reads its hold count and goes on from there with other calls
+	// (see worker.roundSettle).
+	settle bool
+	// leases: some re-entries ask for an explicit lease shorter than the
+	// critical section that follows, on a lock the watchdog renews, or
+	// take a MultiLock with such a lease over the lock and a private one
+	// (see worker.leaseReentry).
+	leases bool
+	// force: the lock is force-unlocked now and then through a client
+	// whose reply is lost and whose re-send is delayed (see forcer).
+	force bool
+	// think: each worker pauses up to this long between rounds, so the
+	// lock is sometimes free.
+	think time.Duration
 	// grace is how long after its return a call with an unknown outcome may
 	// still take effect (negative: any time); see history.CheckLinearizable.
 	grace   time.Duration
@@ -70,6 +86,8 @@ type rig struct {
 	// tokenMismatch counts re-entries whose token differed from the
 	// holding period's.
 	tokenMismatch int
+
+	forcer *forcer // cfg.force
 }
 
 // grant is a holding period's first acquisition and its fencing token.
@@ -81,9 +99,10 @@ type grant struct {
 
 // handle is what the workers use of a lock: both lock kinds have it.
 type handle interface {
-	rlock.Locker
+	rlock.LeaseLocker
 	Owner(ctx context.Context) (string, error)
 	HoldCount(ctx context.Context) (int, error)
+	ForceUnlock(ctx context.Context) (bool, error)
 	Done() <-chan struct{}
 	Token() int64
 }
@@ -94,6 +113,7 @@ type worker struct {
 	r        *rig
 	c        *reentrant.Client
 	l        handle
+	private  handle // a lock only this worker takes (cfg.leases)
 	rng      *rand.Rand
 	unknown  int // attempts whose outcome was unknown (then repeated)
 	lost     int // holding periods that ended in a loss the worker was told of
@@ -135,16 +155,27 @@ func newRig(t *testing.T, b *redistest.Backend, cfg config) *rig {
 		c, err := reentrant.NewClient(rdb, reentrant.WithWatchdog(watchdog.WithLease(cfg.lease)))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = c.Close() })
-		var l handle
-		if cfg.fair {
-			l, err = fair.New(c, r.name, fair.WithFencing())
-		} else {
-			l, err = reentrant.New(c, r.name, reentrant.WithFencing())
-		}
-		require.NoError(t, err)
-		r.workers = append(r.workers, &worker{id: i, r: r, c: c, l: l, rng: rand.New(rand.NewPCG(seed, uint64(i)))})
+		w := &worker{id: i, r: r, c: c, rng: rand.New(rand.NewPCG(seed, uint64(i)))}
+		w.l = r.newHandle(c, r.name)
+		w.private = r.newHandle(c, fmt.Sprintf("%s:private:%d", r.name, i))
+		r.workers = append(r.workers, w)
+	}
+	if cfg.force {
+		r.forcer = newForcer(r, seed)
 	}
 	return r
+}
+
+// newHandle returns a fenced handle of the run's lock kind on name.
+func (r *rig) newHandle(c *reentrant.Client, name string) handle {
+	if r.cfg.fair {
+		l, err := fair.New(c, name, fair.WithFencing())
+		require.NoError(r.t, err)
+		return l
+	}
+	l, err := reentrant.New(c, name, reentrant.WithFencing())
+	require.NoError(r.t, err)
+	return l
 }
 
 // run runs every worker for its rounds while the injector strikes (on the
@@ -175,26 +206,44 @@ func (r *rig) run(heal func()) {
 	} else {
 		close(watched)
 	}
+	forced := make(chan struct{})
+	if r.forcer != nil {
+		go func() {
+			defer close(forced)
+			r.forcer.run(stop)
+		}()
+	} else {
+		close(forced)
+	}
 	if r.cfg.inject != nil {
 		r.cfg.inject(r, stop)
 	}
 	<-stop
 	<-watched
+	<-forced
 	if heal != nil {
 		heal()
 	}
 	close(errs)
+	failed := false
 	for err := range errs {
-		require.NoError(t, err)
+		if err != nil {
+			// Still check the history: it shows why (a lock nobody could
+			// take again leaves the others' Lock calls waiting to the end).
+			t.Error(err)
+			failed = true
+		}
 	}
-	r.check()
+	r.checkHistory()
+	if !failed {
+		r.checkEnd()
+	}
 }
 
-// check verifies the end state and the history, and reports the figures.
-func (r *rig) check() {
+// checkEnd verifies the end state: every owner released what it held.
+func (r *rig) checkEnd() {
 	t := r.t
 	ctx := context.Background()
-	// Every owner released what it held: nothing of theirs is left.
 	for _, w := range r.workers {
 		n, err := w.l.HoldCount(ctx)
 		require.NoError(t, err)
@@ -206,7 +255,11 @@ func (r *rig) check() {
 		n, err := r.direct.Exists(ctx, r.name).Result()
 		return err == nil && n == 0
 	}, 3*r.cfg.lease+5*time.Second, 10*time.Millisecond, "the lock is left held")
+}
 
+// checkHistory checks the recorded history and reports the figures.
+func (r *rig) checkHistory() {
+	t := r.t
 	ops := r.rec.Ops()
 	res := row{fault: r.cfg.fault, backend: r.b.Name, clients: len(r.workers),
 		acquisitions: history.Acquisitions(ops),
@@ -216,7 +269,7 @@ func (r *rig) check() {
 		res.unknown += w.unknown
 		res.lost += w.lost
 		periods += w.acquired
-		require.Positive(t, w.acquired, "worker %d never got the lock", w.id)
+		assert.Positive(t, w.acquired, "worker %d never got the lock", w.id)
 	}
 	if r.cfg.linearizable {
 		start := time.Now()
@@ -269,9 +322,16 @@ func dump(ops []history.Op) string {
 }
 
 func (w *worker) run(rounds int) error {
+	round := w.round
+	if w.r.cfg.settle {
+		round = w.roundSettle
+	}
 	for range rounds {
-		if err := w.round(); err != nil {
+		if err := round(); err != nil {
 			return fmt.Errorf("worker %d: %w", w.id, err)
+		}
+		if w.r.cfg.think > 0 && sleepOrStop(time.Duration(w.rng.Int64N(int64(w.r.cfg.think))), w.r.ctx.Done()) {
+			return nil
 		}
 	}
 	return nil
@@ -288,17 +348,26 @@ func (w *worker) run(rounds int) error {
 // release belongs to one Unlock call). retried reports whether an attempt
 // had an unknown outcome.
 func (w *worker) do(k history.Kind) (out history.Outcome, retried bool, err error) {
+	return w.doFn(k, w.call(k))
+}
+
+// call returns the handle's plain call of kind k.
+func (w *worker) call(k history.Kind) func(context.Context) error {
+	switch k {
+	case history.Lock:
+		return w.l.Lock
+	case history.TryLock:
+		return w.l.TryLock
+	}
+	return w.l.Unlock
+}
+
+// doFn is do for fn, a call of kind k on the lock.
+func (w *worker) doFn(k history.Kind, fn func(context.Context) error) (out history.Outcome, retried bool, err error) {
 	ctx := w.r.ctx
 	call := w.r.rec.Now()
 	for {
-		switch k {
-		case history.Lock:
-			err = w.l.Lock(ctx)
-		case history.TryLock:
-			err = w.l.TryLock(ctx)
-		default:
-			err = w.l.Unlock(ctx)
-		}
+		err = fn(ctx)
 		out = history.Classify(k, err)
 		if out != history.Unknown || ctx.Err() != nil {
 			break
@@ -391,17 +460,26 @@ func (w *worker) round() error {
 	defer cw.end()
 	count := 1
 	lost := false
+	long := false // a re-entry asked for a lease shorter than the section
 	for range w.rng.IntN(3) {
 		k := history.Lock
 		if w.rng.IntN(2) == 0 {
 			k = history.TryLock
 		}
-		out, _, err := w.do(k)
+		var out history.Outcome
+		var err error
+		added := 1
+		if w.r.cfg.leases && w.rng.IntN(3) == 0 {
+			out, added, err = w.leaseReentry()
+			long = true
+		} else {
+			out, _, err = w.do(k)
+		}
 		if err != nil {
 			return err
 		}
 		if out == history.OK {
-			count++
+			count += added
 			if !closed(done) && w.l.Token() != token {
 				w.r.grantsMu.Lock()
 				w.r.tokenMismatch++
@@ -421,7 +499,11 @@ func (w *worker) round() error {
 		case w.r.inside <- w.id:
 		default:
 		}
-		timer := time.NewTimer(time.Duration(w.rng.Int64N(int64(w.r.cfg.section) + 1)))
+		section := time.Duration(w.rng.Int64N(int64(w.r.cfg.section) + 1))
+		if long {
+			section = leaseSection + time.Duration(w.rng.Int64N(int64(leaseSection)/2))
+		}
+		timer := time.NewTimer(section)
 		select {
 		case <-done:
 			lost = true

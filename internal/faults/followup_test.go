@@ -1,0 +1,319 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/history"
+	"github.com/rlock-go/rlock/internal/redistest"
+	"github.com/rlock-go/rlock/multilock"
+	"github.com/rlock-go/rlock/reentrant"
+	"github.com/rlock-go/rlock/scripts"
+)
+
+// This file holds the workers' calls that follow a fault with something
+// other than a repeat of the failed call: a different call after an
+// unknown outcome (cfg.settle), a re-entry asking for a lease shorter than
+// the critical section (cfg.leases), and a force unlock whose re-send
+// comes late (cfg.force).
+
+// roundSettle is round for a worker that does not repeat a call whose
+// outcome was unknown (cfg.settle): it reads its hold count and goes on
+// from there with other calls, as a user must who cannot tell what the
+// failed call did (Lock twice, an Unlock whose reply was lost, another
+// Unlock). A holding period: an acquisition (Lock, or a TryLock that may
+// be refused), up to three calls chosen at random among Lock, TryLock and
+// Unlock while the worker holds the lock, a short critical section, then
+// Unlock until the count replied or read is zero.
+func (w *worker) roundSettle() error {
+	first := history.Lock
+	if w.rng.IntN(4) == 0 {
+		first = history.TryLock
+	}
+	call := w.r.rec.Now()
+	count, out, err := w.once(first, 0)
+	if err != nil || count == 0 {
+		return err
+	}
+	w.acquired++
+	// The holding period is this handle's last only if the call said so;
+	// a hold learnt from a count read has no Done to watch (nil: never
+	// closes), nor a token known to be its own.
+	var done <-chan struct{}
+	if out == history.OK {
+		done = w.l.Done()
+		w.r.grantsMu.Lock()
+		w.r.grants = append(w.r.grants, grant{owner: w.id, call: call, ret: w.r.rec.Now(), token: w.l.Token()})
+		w.r.grantsMu.Unlock()
+	}
+	cw := w.watch(done)
+	defer cw.end()
+	lost := false
+	for range w.rng.IntN(4) {
+		k := []history.Kind{history.Lock, history.TryLock, history.Unlock}[w.rng.IntN(3)]
+		if count, out, err = w.once(k, count); err != nil {
+			return err
+		}
+		if out == history.NotObtained || out == history.HoldsLost || out == history.NotHeld || closed(done) {
+			lost = true
+			break
+		}
+		if count == 0 {
+			break
+		}
+	}
+	if count > 0 && !lost {
+		select {
+		case w.r.inside <- w.id:
+		default:
+		}
+		timer := time.NewTimer(time.Duration(w.rng.Int64N(int64(w.r.cfg.section) + 1)))
+		select {
+		case <-done:
+			lost = true
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+	releaseCall := w.r.rec.Now()
+	for count > 0 {
+		if count, out, err = w.once(history.Unlock, count); err != nil {
+			return err
+		}
+		lost = lost || out == history.NotHeld
+	}
+	if at := cw.end(); at != 0 && (at < releaseCall || lost) {
+		lost = true
+		w.r.rec.Add(history.Op{Owner: w.id, Kind: history.Lost, Outcome: history.OK, Call: at, Return: at})
+	}
+	if lost {
+		w.lost++
+	}
+	return nil
+}
+
+// once makes one call of kind k, records it as it is, and returns the
+// worker's hold count after it (count before). When the outcome is
+// unknown the call is not repeated: the worker reads its hold count
+// instead, which pins down what the call did (see history.Count).
+func (w *worker) once(k history.Kind, count int) (int, history.Outcome, error) {
+	ctx := w.r.ctx
+	call := w.r.rec.Now()
+	err := w.call(k)(ctx)
+	out := history.Classify(k, err)
+	w.r.rec.Add(history.Op{Owner: w.id, Kind: k, Outcome: out, Call: call, Return: w.r.rec.Now(), Err: err})
+	switch out {
+	case history.OK:
+		if k == history.Unlock {
+			return count - 1, out, nil
+		}
+		return count + 1, out, nil
+	case history.NotObtained:
+		return 0, out, nil // a re-entry refused: the worker's holds are gone
+	case history.NotHeld, history.HoldsLost:
+		return 0, out, nil
+	}
+	if ctx.Err() != nil {
+		return count, out, fmt.Errorf("%v still failing at the end of the run: %w", k, err)
+	}
+	w.unknown++
+	n, err := w.readCount()
+	return n, out, err
+}
+
+// readCount reads the worker's hold count, repeating the read until it
+// answers (a read changes nothing), and records it.
+func (w *worker) readCount() (int, error) {
+	ctx := w.r.ctx
+	for {
+		call := w.r.rec.Now()
+		n, err := w.l.HoldCount(ctx)
+		if err == nil {
+			w.r.rec.Add(history.Op{Owner: w.id, Kind: history.Count, Outcome: history.OK, Call: call, Return: w.r.rec.Now(), Value: n})
+			return n, nil
+		}
+		if ctx.Err() != nil {
+			return 0, fmt.Errorf("reading the hold count at the end of the run: %w", err)
+		}
+		timer := time.NewTimer(5 * time.Millisecond)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+		}
+	}
+}
+
+// shortLease is the explicit lease of cfg.leases' re-entries, and
+// leaseSection the shortest critical section that follows them: well past
+// the lease, so a hold left to it expires inside the section.
+const (
+	shortLease   = 50 * time.Millisecond
+	leaseSection = 120 * time.Millisecond
+)
+
+// leaseReentry re-enters the lock the worker holds in watchdog mode, asking
+// for a lease shorter than the critical section that follows: either
+// LockLease(ctx, shortLease), or a MultiLock with that lease over the lock
+// and the worker's private lock, taken and released again. Either way the
+// hold the worker had must stay protected by the watchdog. It returns the
+// outcome of the acquisition and the holds it added (1, or 0 for the
+// MultiLock).
+func (w *worker) leaseReentry() (history.Outcome, int, error) {
+	if w.rng.IntN(2) == 0 {
+		out, _, err := w.doFn(history.Lock, func(ctx context.Context) error { return w.l.LockLease(ctx, shortLease) })
+		return out, 1, err
+	}
+	ml, err := multilock.New([]rlock.Locker{w.l, w.private}, multilock.WithLease(shortLease))
+	require.NoError(w.r.t, err)
+	// On the lock, the MultiLock is a re-entry and a release.
+	out, _, err := w.doFn(history.TryLock, ml.TryLock)
+	if err != nil || out != history.OK {
+		return out, 0, err
+	}
+	out, _, err = w.doFn(history.Unlock, ml.Unlock)
+	if err != nil {
+		return out, 0, err
+	}
+	if out == history.NotHeld {
+		return history.HoldsLost, 0, nil
+	}
+	return history.OK, 0, nil
+}
+
+// forcer force-unlocks the run's lock now and then (an operator's tool,
+// say) through a client of its own, behind a proxy that loses the reply of
+// every force unlock after the server ran it; go-redis re-sends it on a
+// new connection, whose dial is delayed long enough for a worker to take
+// the lock meanwhile. Its calls are recorded as those of one more owner.
+type forcer struct {
+	id    int // its owner number in the history
+	r     *rig
+	proxy *redistest.Proxy
+	rdb   *redis.Client
+	gate  *redialDelay
+	l     handle
+}
+
+func newForcer(r *rig, seed uint64) *forcer {
+	t := r.t
+	// Every script cached: a lost reply must be one of a script that ran,
+	// not a NOSCRIPT.
+	for _, s := range scripts.All() {
+		require.NoError(t, s.Load(context.Background(), r.direct).Err())
+	}
+	f := &forcer{id: len(r.workers), r: r, proxy: redistest.NewProxy(t, r.b.Addr),
+		gate: &redialDelay{rec: r.rec, rng: rand.New(rand.NewPCG(seed, 1<<40))}}
+	f.rdb = r.b.NewClient(t, func(o *redis.Options) {
+		o.Addr = f.proxy.Addr()
+		o.PoolSize = 1 // so the re-send dials
+		o.MaxRetries = 3
+	})
+	f.rdb.AddHook(f.gate)
+	c, err := reentrant.NewClient(f.rdb)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	f.l = r.newHandle(c, r.name)
+	return f
+}
+
+// run force-unlocks the lock every 5-20 ms until stop is closed.
+func (f *forcer) run(stop <-chan struct{}) {
+	for !sleepOrStop(time.Duration(5+f.gate.intN(16))*time.Millisecond, stop) {
+		f.forceUnlock()
+	}
+}
+
+// forceUnlock force-unlocks the lock and records the call. A re-sent force
+// unlock must not act again, so the call is recorded as taking effect
+// before the re-send's connection was dialled (when its first run had
+// certainly happened): a re-send that deletes the lock a worker took
+// meanwhile shows as a reply the lock's state then cannot explain, or as a
+// holder losing a lock nobody removed.
+func (f *forcer) forceUnlock() {
+	ctx := f.r.ctx
+	if f.rdb.Ping(ctx).Err() != nil { // an idle connection for the first send
+		return
+	}
+	f.proxy.DropNextReply("evalsha")
+	defer f.proxy.DropReplies("", 0)
+	dialed := f.gate.arm()
+	call := f.r.rec.Now()
+	ok, err := f.l.ForceUnlock(ctx)
+	op := history.Op{Owner: f.id, Kind: history.ForceUnlock, Outcome: history.Unknown, Call: call, Return: f.r.rec.Now(), Err: err}
+	if err == nil {
+		op.Outcome = history.OK
+		if ok {
+			op.Value = 1
+		}
+		if at := dialed(); at != 0 && at < op.Return {
+			op.Return = at
+		}
+	}
+	f.r.rec.Add(op)
+}
+
+// redialDelay is a go-redis hook that, when armed, records the time of the
+// next dial (on the Recorder's clock) and delays it by 20-80 ms.
+type redialDelay struct {
+	rec *history.Recorder
+	mu  sync.Mutex
+	rng *rand.Rand
+	on  bool
+	at  int64
+}
+
+func (d *redialDelay) intN(n int) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.rng.IntN(n)
+}
+
+// arm arms the delay and returns a function that reports the time of the
+// delayed dial (0: none).
+func (d *redialDelay) arm() func() int64 {
+	d.mu.Lock()
+	d.on, d.at = true, 0
+	d.mu.Unlock()
+	return func() int64 {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		d.on = false
+		return d.at
+	}
+}
+
+func (d *redialDelay) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		d.mu.Lock()
+		delay := time.Duration(0)
+		if d.on {
+			d.on, d.at = false, d.rec.Now()
+			delay = time.Duration(20+d.rng.IntN(61)) * time.Millisecond
+		}
+		d.mu.Unlock()
+		if delay > 0 {
+			timer := time.NewTimer(delay)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				timer.Stop()
+			}
+		}
+		return next(ctx, network, addr)
+	}
+}
+
+func (d *redialDelay) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (d *redialDelay) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
