@@ -2,10 +2,12 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -483,4 +485,142 @@ func TestFaultForceUnlockResent(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestFaultWakeUpAttemptFails: four goroutines of one client wait for a
+// lock held elsewhere with the default 30 s watchdog lease; each has made
+// an attempt that saw that TTL, so nothing but a wake-up makes it try
+// again before then. The holder unlocks; the release wakes the
+// longest-waiting one, and the attempt it starts fails: a Redis error (the
+// connection is refused before the script is sent), or its ctx ends
+// between the wake-up and the attempt. The lock is free, and the client's
+// other waiters must not sleep until the TTL they saw: the wake-up the
+// failed attempt consumed is passed on, and the others are granted in
+// turn long before (here: all within 5 s of the release).
+func TestFaultWakeUpAttemptFails(t *testing.T) {
+	for _, v := range []struct {
+		name string
+		want error
+	}{
+		{"redis error", errInjected},
+		{"ctx ends", context.Canceled},
+	} {
+		t.Run(strings.ReplaceAll(v.name, " ", "_"), func(t *testing.T) {
+			redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+				testWakeUpAttemptFails(t, b, v.want)
+			})
+		})
+	}
+}
+
+func testWakeUpAttemptFails(t *testing.T, b *redistest.Backend, want error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	name := redistest.Name(t)
+	hc, err := reentrant.NewClient(b.NewClient(t)) // default watchdog lease: 30 s
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = hc.Close() })
+	holder, err := reentrant.New(hc, name)
+	require.NoError(t, err)
+	require.NoError(t, holder.Lock(ctx))
+
+	rdb := b.NewClient(t)
+	faults := newScriptFaults()
+	rdb.AddHook(faults)
+	// A waiter that queued behind others without trying first waits at
+	// most this long before its first attempt.
+	c, err := reentrant.NewClient(rdb, reentrant.WithMaxPoll(50*time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+
+	type result struct {
+		i   int
+		at  time.Time
+		err error
+	}
+	const n = 4
+	results := make(chan result, n)
+	first := newEndsOnCheck(ctx) // the ctx of the first waiter
+	defer first.cancel()
+	for i := range n {
+		l, err := reentrant.New(c, name)
+		require.NoError(t, err)
+		field, err := l.Owner(ctx)
+		require.NoError(t, err)
+		lctx := ctx
+		if i == 0 {
+			lctx = first
+		}
+		go func() {
+			err := l.Lock(lctx)
+			results <- result{i, time.Now(), err}
+			if err == nil {
+				_ = l.Unlock(ctx)
+			}
+		}()
+		// Wait until it sleeps on the TTL: it has tried (the first waiter
+		// twice: before subscribing, and once the subscription was
+		// confirmed) and no attempt is in flight.
+		attempts := 1
+		if i == 0 {
+			attempts = 2
+		}
+		require.Eventually(t, func() bool {
+			done, inFlight := faults.completed(field)
+			return c.Waiters().Waiters == i+1 && done >= attempts && inFlight == 0
+		}, 10*time.Second, time.Millisecond, "waiter %d never settled to wait on the TTL", i)
+	}
+	ttl, err := holder.TTL(ctx)
+	require.NoError(t, err)
+
+	// The attempt of the waiter the release wakes fails.
+	if errors.Is(want, errInjected) {
+		faults.fail()
+	} else {
+		first.arm()
+	}
+	released := time.Now()
+	require.NoError(t, holder.Unlock(ctx))
+	r := <-results
+	require.Equal(t, 0, r.i, "the longest waiter is woken first")
+	require.ErrorIs(t, r.err, want)
+
+	const bound = 5 * time.Second // the TTL the waiters saw is about 30 s
+	timer := time.NewTimer(bound)
+	defer timer.Stop()
+	for range n - 1 {
+		select {
+		case r := <-results:
+			require.NoError(t, r.err, "waiter %d", r.i)
+			t.Logf("waiter %d granted %v after the release", r.i, r.at.Sub(released).Round(time.Millisecond))
+		case <-timer.C:
+			t.Fatalf("the client's other waiters were not all granted within %v of the release while the lock was free "+
+				"(the wake-up consumed by the failed attempt was not passed on; they sleep until the TTL they saw, about %v)",
+				bound, ttl.Round(time.Second))
+		}
+	}
+}
+
+// endsOnCheck is a context that, once armed, is cancelled the first time
+// its Err is asked: the moment its user checks it before its next step
+// (for a woken waiter: between the wake-up and the attempt). Done closes
+// before Err reports the cancellation, as the context contract requires.
+type endsOnCheck struct {
+	context.Context
+	cancel context.CancelFunc
+	armed  atomic.Bool
+}
+
+func newEndsOnCheck(parent context.Context) *endsOnCheck {
+	ctx, cancel := context.WithCancel(parent)
+	return &endsOnCheck{Context: ctx, cancel: cancel}
+}
+
+func (c *endsOnCheck) arm() { c.armed.Store(true) }
+
+func (c *endsOnCheck) Err() error {
+	if c.armed.Load() {
+		c.cancel()
+	}
+	return c.Context.Err()
 }

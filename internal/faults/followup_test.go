@@ -2,9 +2,11 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -316,4 +318,95 @@ func (d *redialDelay) ProcessHook(next redis.ProcessHook) redis.ProcessHook { re
 
 func (d *redialDelay) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
+}
+
+// errInjected is the failure scriptFaults injects.
+var errInjected = errors.New("injected: connection refused")
+
+// scriptFaults is a go-redis hook on a client's scripts: it counts, per
+// argument, the scripts that completed (an owner field among the arguments
+// counts that owner's attempts), and, when armed, fails the next script
+// before it is sent, as a refused connection would.
+type scriptFaults struct {
+	mu       sync.Mutex
+	done     map[string]int
+	inFlight int
+	failNext bool
+}
+
+func newScriptFaults() *scriptFaults { return &scriptFaults{done: map[string]int{}} }
+
+// completed returns how many scripts with arg among their arguments
+// completed, and how many scripts are in flight.
+func (s *scriptFaults) completed(arg string) (n, inFlight int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done[arg], s.inFlight
+}
+
+// fail arms the failure of the next script.
+func (s *scriptFaults) fail() {
+	s.mu.Lock()
+	s.failNext = true
+	s.mu.Unlock()
+}
+
+// start reports whether cmds (scripts) may go out, and counts them in
+// flight if so.
+func (s *scriptFaults) start() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failNext {
+		s.failNext = false
+		return false
+	}
+	s.inFlight++
+	return true
+}
+
+func (s *scriptFaults) end(cmds ...redis.Cmder) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inFlight--
+	for _, cmd := range cmds {
+		for _, a := range cmd.Args() {
+			if arg, ok := a.(string); ok {
+				s.done[arg]++
+			}
+		}
+	}
+}
+
+func isScript(cmd redis.Cmder) bool { return cmd.Name() == "evalsha" || cmd.Name() == "eval" }
+
+func (s *scriptFaults) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (s *scriptFaults) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !isScript(cmd) {
+			return next(ctx, cmd)
+		}
+		if !s.start() {
+			cmd.SetErr(errInjected)
+			return errInjected
+		}
+		defer s.end(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (s *scriptFaults) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if !slices.ContainsFunc(cmds, isScript) {
+			return next(ctx, cmds)
+		}
+		if !s.start() {
+			for _, cmd := range cmds {
+				cmd.SetErr(errInjected)
+			}
+			return errInjected
+		}
+		defer s.end(cmds...)
+		return next(ctx, cmds)
+	}
 }
