@@ -424,6 +424,7 @@ func TestFaultLostReplyThenOtherCalls(t *testing.T) {
 				cfg.viaProxy, cfg.settle, cfg.fair = true, true, v.fair
 				cfg.redisOpts = []func(*redis.Options){func(o *redis.Options) { o.MaxRetries = v.retries }}
 				cfg.lease = time.Second
+				cfg.rounds = 10
 				cfg.timeout = 30 * time.Second // a lock nobody can take again fails the run by then
 				drops := max(v.retries, 0) + 1 // one per copy go-redis sends
 				cfg.inject = func(r *rig, stop <-chan struct{}) {
