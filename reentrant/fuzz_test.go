@@ -398,7 +398,8 @@ func (s fzState) countOf(i int) int {
 // were removed behind its back (ForceUnlock, an explicit lease run out):
 // nothing (fzFresh), ErrLockLost or ErrNotHeld for sure (fzTold), or
 // either that or a fresh start (fzMaybe: its client may not have known it
-// held the lock, after a call with an unknown outcome).
+// held the lock, after a call with an unknown outcome, or may have
+// forgotten a hold whose lease ran out).
 type fzStale int
 
 const (
@@ -716,11 +717,13 @@ func isClosed(c <-chan struct{}) bool {
 	}
 }
 
-// removed records that the holder's holds were removed behind its back.
-func (r *fzRun) removed() {
+// removed records that the holder's holds were removed behind its back:
+// it must be told at its next call if sure (a force unlock of a hold its
+// client knows of); otherwise it may be told or start afresh.
+func (r *fzRun) removed(sure bool) {
 	if h := r.s.holder; h >= 0 {
 		r.stale[h] = fzTold
-		if r.unsure[h] {
+		if r.unsure[h] || !sure {
 			r.stale[h] = fzMaybe
 		}
 	}
@@ -733,7 +736,9 @@ func (r *fzRun) timePasses() {
 	r.log = append(r.log, fmt.Sprintf("%v passes", fzTick))
 	switch r.s.lease {
 	case fzExplicit:
-		r.removed()
+		// Whether the client still knows of a hold whose lease ran out
+		// is left open.
+		r.removed(false)
 	case fzEither:
 		r.cands = []fzCandidate{{r.s, -1}, {fzState{holder: -1}, r.s.holder}}
 	}
@@ -769,7 +774,7 @@ func (r *fzRun) forceUnlock(step, i int) {
 	}
 	wasHeld := r.s.holder >= 0
 	r.log = append(r.log, fmt.Sprintf("%d: ForceUnlock ran (lock held: %v); its reply was lost", step, wasHeld))
-	r.removed()
+	r.removed(true)
 	r.check(step)
 	r.ownerOp(step, i, fzTryLock)
 	r.check(step)
