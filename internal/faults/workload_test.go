@@ -331,7 +331,7 @@ func (w *worker) run(rounds int) error {
 			return fmt.Errorf("worker %d: %w", w.id, err)
 		}
 		if w.r.cfg.think > 0 && sleepOrStop(time.Duration(w.rng.Int64N(int64(w.r.cfg.think))), w.r.ctx.Done()) {
-			return nil
+			return fmt.Errorf("worker %d: the run ended: %w", w.id, w.r.ctx.Err())
 		}
 	}
 	return nil
