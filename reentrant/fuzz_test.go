@@ -575,7 +575,7 @@ func (r *fzRun) ownerOp(step, i int, op fzOp) {
 		r.staleOp(step, i, op)
 		return
 	}
-	next, ok := r.s.acquire(i, fzWatchdog)
+	_, ok := r.s.acquire(i, fzWatchdog) // the lock is free or i's
 	switch op {
 	case fzTryLock:
 		r.acquired(step, i, "TryLock", o.l.TryLock(o.ctx), fzWatchdog, false)
@@ -606,7 +606,6 @@ func (r *fzRun) ownerOp(step, i int, op fzOp) {
 	case fzMulti:
 		r.multi(step, i, ok)
 	}
-	_ = next
 }
 
 // lose runs fn with the reply of its next script lost after the server
