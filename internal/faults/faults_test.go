@@ -462,11 +462,11 @@ func TestFaultLeaseReentry(t *testing.T) {
 	}
 }
 
-// TestFaultForceUnlockResent: every 5-20 ms the lock is force-unlocked
-// through a client whose reply is lost after the script ran; go-redis
-// re-sends the script 20-80 ms later, by when a worker has often taken the
-// lock (see forcer). Workers pause between rounds, so the lock is often
-// free when it is force-unlocked. The re-send must not act again: the call is recorded
+// TestFaultForceUnlockResent: every 5-20 ms the lock is force-unlocked,
+// mostly at a moment it is seen free, through a client whose reply is lost
+// after the script ran; go-redis re-sends the script 20-80 ms later, by
+// when a worker has often taken the lock (see forcer). Workers pause
+// between rounds, so the lock is often free. The re-send must not act again: the call is recorded
 // as taking effect before the re-send was dialled. Holders that lost the
 // lock to a force unlock keep believing they hold it until they are told,
 // so only the linearizability and token checks apply. Reentrant and fair.

@@ -227,10 +227,28 @@ func newForcer(r *rig, seed uint64) *forcer {
 	return f
 }
 
-// run force-unlocks the lock every 5-20 ms until stop is closed.
+// run force-unlocks the lock every 5-20 ms until stop is closed; two
+// times in three it first waits (up to 50 ms) until it sees the lock free,
+// when a re-send that acts again would delete a lock taken after the first
+// run.
 func (f *forcer) run(stop <-chan struct{}) {
 	for !sleepOrStop(time.Duration(5+f.gate.intN(16))*time.Millisecond, stop) {
+		if f.gate.intN(3) > 0 {
+			f.awaitFree(stop)
+		}
 		f.forceUnlock()
+	}
+}
+
+// awaitFree polls the lock until it is free, for at most 50 ms.
+func (f *forcer) awaitFree(stop <-chan struct{}) {
+	for range 50 {
+		if n, err := f.r.direct.Exists(f.r.ctx, f.r.name).Result(); err == nil && n == 0 {
+			return
+		}
+		if sleepOrStop(time.Millisecond, stop) {
+			return
+		}
 	}
 }
 
