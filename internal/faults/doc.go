@@ -18,15 +18,15 @@
 // the wake-up and the attempt) while the client's other waiters sleep on a
 // 30 s TTL.
 //
-// Each worker acts as a careful user: it repeats a call whose outcome was
-// unknown (a timeout, a reset, a lost reply) until it gets an answer, and
-// the library promises that the repeat and the attempts before it take
-// effect once, so they are recorded as one call; this is what checks that
-// hold counts stay exact. In the runs named "then other calls" it does not
-// repeat the call: it reads its hold count, which pins down what the failed
-// call did, and goes on with different calls, which checks that none of
-// them is mistaken for a re-send of the failed one. It keeps the Done
-// channel of each holding period and stops working as soon as it closes.
+// Each worker acts as a careful user. After a call whose outcome was
+// unknown (a timeout, a reset, a lost reply) it reads its hold count,
+// which pins down what the call did (the server's count is the truth),
+// and calls again only if the call did not take effect; in the runs named
+// "then other calls" it goes on with different calls instead. Every
+// attempt and every read is recorded as it is, so the checks find a next
+// call that the library mistook for a re-send of the failed one, and hold
+// counts that drift. It keeps the Done channel of each holding period and
+// stops working as soon as it closes.
 //
 // Every run is short enough for CI. Set RLOCK_SOAK=1 for longer runs (more
 // rounds per client); each test logs the number of acquisitions checked

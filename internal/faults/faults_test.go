@@ -152,7 +152,9 @@ func TestFaultConnectionReset(t *testing.T) {
 // script call (acquire, re-entry, release, renewal) after the server ran
 // it; go-redis sends it again, and hold counts must stay exact. The second
 // variant turns go-redis' retries off: each lost reply is an error, the
-// worker repeats the call, and the library must recognise the repeat.
+// worker reads its hold count and calls again only if the call did not
+// take effect (see worker.do), and the library must take that next call
+// for a new one.
 func TestFaultLostReply(t *testing.T) {
 	for _, v := range []struct {
 		name    string
@@ -398,7 +400,7 @@ func TestFaultFair(t *testing.T) {
 }
 
 // TestFaultLostReplyThenOtherCalls: as TestFaultLostReply, but a worker
-// whose call failed does not repeat it: it reads its hold count and goes
+// whose call failed never makes it again: it reads its hold count and goes
 // on with other calls (see worker.roundSettle), as a user must who cannot
 // tell what the failed call did: Lock twice, an Unlock whose reply was
 // lost, another Unlock. Go-redis' retries are off, or exhausted (it

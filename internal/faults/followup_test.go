@@ -107,9 +107,14 @@ func (w *worker) roundSettle() error {
 // unknown the call is not repeated: the worker reads its hold count
 // instead, which pins down what the call did (see history.Count).
 func (w *worker) once(k history.Kind, count int) (int, history.Outcome, error) {
+	return w.onceFn(k, count, w.call(k))
+}
+
+// onceFn is once for fn, a call of kind k on the lock.
+func (w *worker) onceFn(k history.Kind, count int, fn func(context.Context) error) (int, history.Outcome, error) {
 	ctx := w.r.ctx
 	call := w.r.rec.Now()
-	err := w.call(k)(ctx)
+	err := fn(ctx)
 	out := history.Classify(k, err)
 	w.r.rec.Add(history.Op{Owner: w.id, Kind: k, Outcome: out, Call: call, Return: w.r.rec.Now(), Err: err})
 	switch out {
@@ -162,33 +167,33 @@ const (
 	leaseSection = 120 * time.Millisecond
 )
 
-// leaseReentry re-enters the lock the worker holds in watchdog mode, asking
-// for a lease shorter than the critical section that follows: either
-// LockLease(ctx, shortLease), or a MultiLock with that lease over the lock
-// and the worker's private lock, taken and released again. Either way the
-// hold the worker had must stay protected by the watchdog. It returns the
-// outcome of the acquisition and the holds it added (1, or 0 for the
-// MultiLock).
-func (w *worker) leaseReentry() (history.Outcome, int, error) {
+// leaseReentry re-enters the lock the worker holds (count holds) in
+// watchdog mode, asking for a lease shorter than the critical section that
+// follows: either LockLease(ctx, shortLease), or a MultiLock with that
+// lease over the lock and the worker's private lock, taken and released
+// again. Either way the hold the worker had must stay protected by the
+// watchdog. It returns the outcome of the acquisition and the worker's
+// hold count after it.
+func (w *worker) leaseReentry(count int) (history.Outcome, int, error) {
 	if w.rng.IntN(2) == 0 {
-		out, _, err := w.doFn(history.Lock, func(ctx context.Context) error { return w.l.LockLease(ctx, shortLease) })
-		return out, 1, err
+		out, after, _, err := w.doFn(history.Lock, count, func(ctx context.Context) error { return w.l.LockLease(ctx, shortLease) })
+		return out, after, err
 	}
 	ml, err := multilock.New([]rlock.Locker{w.l, w.private}, multilock.WithLease(shortLease))
 	require.NoError(w.r.t, err)
 	// On the lock, the MultiLock is a re-entry and a release.
-	out, _, err := w.doFn(history.TryLock, ml.TryLock)
+	out, after, _, err := w.doFn(history.TryLock, count, ml.TryLock)
 	if err != nil || out != history.OK {
-		return out, 0, err
+		return out, after, err
 	}
-	out, _, err = w.doFn(history.Unlock, ml.Unlock)
+	out, after, _, err = w.doFn(history.Unlock, after, ml.Unlock)
 	if err != nil {
-		return out, 0, err
+		return out, after, err
 	}
 	if out == history.NotHeld {
 		return history.HoldsLost, 0, nil
 	}
-	return history.OK, 0, nil
+	return history.OK, after, nil
 }
 
 // forcer force-unlocks the run's lock now and then (an operator's tool,

@@ -115,7 +115,7 @@ type worker struct {
 	l        handle
 	private  handle // a lock only this worker takes (cfg.leases)
 	rng      *rand.Rand
-	unknown  int // attempts whose outcome was unknown (then repeated)
+	unknown  int // attempts whose outcome was unknown (then a count read)
 	lost     int // holding periods that ended in a loss the worker was told of
 	acquired int // holding periods
 }
@@ -303,7 +303,7 @@ func (r *rig) checkHistory() {
 		}
 	}
 	report(res)
-	t.Logf("%s/%s: %d clients, %d holding periods, %d acquisitions checked (re-entries included), %d attempts with an unknown outcome repeated, %d losses told, %d linearizability and %d exclusion violations",
+	t.Logf("%s/%s: %d clients, %d holding periods, %d acquisitions checked (re-entries included), %d attempts with an unknown outcome, %d losses told, %d linearizability and %d exclusion violations",
 		r.cfg.fault, r.b.Name, res.clients, periods, res.acquisitions, res.unknown, res.lost, res.linViolations, res.overlaps)
 }
 
@@ -337,18 +337,20 @@ func (w *worker) run(rounds int) error {
 	return nil
 }
 
-// do makes one logical call and records it: it repeats the call while its
-// outcome is unknown, as a careful caller does, and the library promises
-// that such a repeat takes effect once, together with the attempts before
-// it (each owner's calls are serialised and carry its hold count). So the
-// attempts are recorded as one call, from the first attempt's call to the
-// last one's return, with the last one's outcome; except that ErrNotHeld
-// after an unknown attempt is recorded as Unknown, since the attempt before
-// may have released the last hold (the latch that answers re-sends of a
-// release belongs to one Unlock call). retried reports whether an attempt
-// had an unknown outcome.
-func (w *worker) do(k history.Kind) (out history.Outcome, retried bool, err error) {
-	return w.doFn(k, w.call(k))
+// do makes one logical call of kind k, as a careful user does, for a
+// worker that holds count holds, and returns its outcome and the worker's
+// hold count after it. When an attempt's outcome is unknown, the worker
+// reads its hold count: if the count shows the attempt took effect, the
+// call is done; if it shows it did not, the worker calls again; if the
+// worker's holds are gone, the call ends as HoldsLost (an acquisition) or
+// NotHeld (a release). It never simply repeats a call whose outcome is
+// unknown: the library reads the owner's next call as a new one, not as a
+// re-send of the failed one, and the server's count is the truth. Every
+// attempt and every read is recorded as it is; the read pins down what the
+// attempt before it did. answered reports whether the outcome was a reply
+// (not learnt from a read).
+func (w *worker) do(k history.Kind, count int) (out history.Outcome, after int, answered bool, err error) {
+	return w.doFn(k, count, w.call(k))
 }
 
 // call returns the handle's plain call of kind k.
@@ -363,33 +365,29 @@ func (w *worker) call(k history.Kind) func(context.Context) error {
 }
 
 // doFn is do for fn, a call of kind k on the lock.
-func (w *worker) doFn(k history.Kind, fn func(context.Context) error) (out history.Outcome, retried bool, err error) {
-	ctx := w.r.ctx
-	call := w.r.rec.Now()
+func (w *worker) doFn(k history.Kind, count int, fn func(context.Context) error) (out history.Outcome, after int, answered bool, err error) {
 	for {
-		err = fn(ctx)
-		out = history.Classify(k, err)
-		if out != history.Unknown || ctx.Err() != nil {
-			break
+		after, out, err = w.onceFn(k, count, fn)
+		if err != nil || out != history.Unknown {
+			return out, after, err == nil, err
 		}
-		w.unknown++
-		retried = true
-		timer := time.NewTimer(5 * time.Millisecond) // retry backoff
+		switch {
+		case k == history.Unlock && after == count-1, k != history.Unlock && after == count+1:
+			return history.OK, after, false, nil // it took effect
+		case after == count:
+			// It did not: call again.
+		case k == history.Unlock:
+			return history.NotHeld, 0, false, nil // the holds are gone
+		default:
+			return history.HoldsLost, 0, false, nil
+		}
+		timer := time.NewTimer(5 * time.Millisecond) // backoff
 		select {
 		case <-timer.C:
-		case <-ctx.Done():
+		case <-w.r.ctx.Done():
 			timer.Stop()
 		}
 	}
-	rec := out
-	if retried && k == history.Unlock && out == history.NotHeld {
-		rec = history.Unknown
-	}
-	w.r.rec.Add(history.Op{Owner: w.id, Kind: k, Outcome: rec, Call: call, Return: w.r.rec.Now(), Err: err})
-	if out == history.Unknown {
-		return out, retried, fmt.Errorf("%v still failing at the end of the run: %w", k, err)
-	}
-	return out, retried, nil
 }
 
 // closeWatch records when a holding period's Done channel closes.
@@ -439,26 +437,29 @@ func (w *worker) round() error {
 		first = history.TryLock
 	}
 	call := w.r.rec.Now()
-	out, _, err := w.do(first)
-	if err != nil {
+	_, count, answered, err := w.do(first, 0)
+	if err != nil || count == 0 {
 		return err
 	}
-	if out == history.NotObtained || out == history.HoldsLost {
-		return nil
-	}
 	w.acquired++
-	token := w.l.Token()
-	w.r.grantsMu.Lock()
-	g := grant{owner: w.id, call: call, ret: w.r.rec.Now(), token: token}
-	w.r.grants = append(w.r.grants, g)
-	if first == history.Lock {
-		w.r.waits = append(w.r.waits, g)
+	// The holding period is this handle's last, with a token of its own,
+	// only if the call said so; a hold learnt from a count read has no
+	// Done to watch (nil: never closes).
+	var done <-chan struct{}
+	var token int64
+	if answered {
+		token = w.l.Token()
+		w.r.grantsMu.Lock()
+		g := grant{owner: w.id, call: call, ret: w.r.rec.Now(), token: token}
+		w.r.grants = append(w.r.grants, g)
+		if first == history.Lock {
+			w.r.waits = append(w.r.waits, g)
+		}
+		w.r.grantsMu.Unlock()
+		done = w.l.Done()
 	}
-	w.r.grantsMu.Unlock()
-	done := w.l.Done()
 	cw := w.watch(done)
 	defer cw.end()
-	count := 1
 	lost := false
 	long := false // a re-entry asked for a lease shorter than the section
 	for range w.rng.IntN(3) {
@@ -468,23 +469,20 @@ func (w *worker) round() error {
 		}
 		var out history.Outcome
 		var err error
-		added := 1
+		answered := false
 		if w.r.cfg.leases && w.rng.IntN(3) == 0 {
-			out, added, err = w.leaseReentry()
+			out, count, err = w.leaseReentry(count)
 			long = true
 		} else {
-			out, _, err = w.do(k)
+			out, count, answered, err = w.do(k, count)
 		}
 		if err != nil {
 			return err
 		}
-		if out == history.OK {
-			count += added
-			if !closed(done) && w.l.Token() != token {
-				w.r.grantsMu.Lock()
-				w.r.tokenMismatch++
-				w.r.grantsMu.Unlock()
-			}
+		if out == history.OK && answered && done != nil && !closed(done) && w.l.Token() != token {
+			w.r.grantsMu.Lock()
+			w.r.tokenMismatch++
+			w.r.grantsMu.Unlock()
 		}
 		if out == history.NotObtained || out == history.HoldsLost || closed(done) {
 			// The library found the owner's holds gone at re-entry
@@ -516,26 +514,26 @@ func (w *worker) round() error {
 		// Clean up whatever the library may still count, until it says
 		// nothing is held.
 		for range count + 1 {
-			out, _, err := w.do(history.Unlock)
+			out, after, _, err := w.do(history.Unlock, count)
 			if err != nil {
 				return err
 			}
 			if out == history.NotHeld {
 				break
 			}
+			count = after
 		}
 	} else {
-		for ; count > 0; count-- {
-			out, retried, err := w.do(history.Unlock)
+		for count > 0 {
+			out, after, _, err := w.do(history.Unlock, count)
 			if err != nil {
 				return err
 			}
 			if out == history.NotHeld {
-				// Told at this unlock, unless an earlier try of it (whose
-				// reply was lost) released the last hold.
-				lost = count > 1 || !retried
+				lost = true // told at this unlock
 				break
 			}
+			count = after
 		}
 	}
 	// Done closed before the worker started to release: a loss. Done closed
