@@ -10,13 +10,14 @@
 // definite refusal (ErrNotObtained from a try, ErrNotHeld from an unlock), or
 // Unknown — any other error (a timeout, a reset connection, a lost reply):
 // the command may or may not have run, and may even run after the call
-// returned. A caller that repeats such a call until it gets an answer may
-// record the attempts as one call (the library promises that they take
-// effect once): that is how exact hold counts are checked. A caller may
-// instead go on with a different call, after reading its hold count
-// (Count), as a user who does not know what its failed call did must:
-// that checks that the library does not mistake the next call for a
-// re-send of the failed one. Observations that are not calls are recorded too: the holder
+// returned. The caller's next call is a new call, not a re-send of the
+// failed one, so each attempt is recorded as it is. A careful caller then
+// reads its hold count (a Count op), which pins down what the failed call
+// did, and goes on from there: it calls again only if the call did not
+// take effect, or makes another call. This is how exact hold counts are
+// checked, and how a library that mistakes the next call for a re-send of
+// the failed one is caught. Observations that are not calls are recorded
+// too: the holder
 // being told its lock was lost (Lost), the moment a hold may start to lapse
 // without any unlock (Lapse: a killed holder, a frozen server), and a server
 // losing its data (Wipe: redis-server killed and restarted without
