@@ -17,11 +17,10 @@
 // take effect, or makes another call. This is how exact hold counts are
 // checked, and how a library that mistakes the next call for a re-send of
 // the failed one is caught. Observations that are not calls are recorded
-// too: the holder
-// being told its lock was lost (Lost), the moment a hold may start to lapse
-// without any unlock (Lapse: a killed holder, a frozen server), and a server
-// losing its data (Wipe: redis-server killed and restarted without
-// persistence).
+// too: the holder being told its lock was lost (Lost), the moment a hold
+// may start to lapse without any unlock (Lapse: a killed holder, a frozen
+// server), and a server losing its data (Wipe: redis-server killed and
+// restarted without persistence).
 //
 // # The mutex model
 //
