@@ -1,5 +1,5 @@
 // Package faults holds only tests: fault-injection runs of the reentrant
-// lock against real redis-server processes (and miniredis where the fault
+// and fair locks against real redis-server processes (and miniredis where the fault
 // applies), with at least eight clients each, whose recorded histories are
 // checked by internal/history (linearizability against a reentrant mutex
 // model, no two owners believing they hold the lock at once) instead of
@@ -11,16 +11,26 @@
 // killed or paused (SIGSTOP) past their lease while the queue is long (the
 // time to the next grant checked against the lease), and, through the test
 // harness's TCP proxy, latency, a black hole, connection resets and replies
-// lost after their command ran; on a Redis Cluster, the lock's slot
+// lost after their command ran (go-redis retrying, its retries off, or
+// every retry's reply lost too); on a Redis Cluster, the lock's slot
 // migrated between masters under load (a redirect must never reach a
-// caller).
+// caller). Besides: force unlocks whose reply is lost
+// and whose re-send comes after a worker took the lock, re-entries that ask
+// for a lease shorter than the critical section on a lock the watchdog
+// renews (LockLease, and MultiLock over a held member), and a woken
+// waiter's attempt that fails (a Redis error, or its ctx ending between
+// the wake-up and the attempt) while the client's other waiters sleep on a
+// 30 s TTL.
 //
-// Each worker acts as a careful user: it repeats a call whose outcome was
-// unknown (a timeout, a reset, a lost reply) until it gets an answer, and
-// the library promises that the repeat and the attempts before it take
-// effect once, so they are recorded as one call; this is what checks that
-// hold counts stay exact. It keeps the Done channel of each holding period
-// and stops working as soon as it closes.
+// Each worker acts as a careful user. After a call whose outcome was
+// unknown (a timeout, a reset, a lost reply) it reads its hold count,
+// which pins down what the call did (the server's count is the truth),
+// and calls again only if the call did not take effect; in the runs named
+// "then other calls" it goes on with different calls instead. Every
+// attempt and every read is recorded as it is, so the checks find a next
+// call that the library mistook for a re-send of the failed one, and hold
+// counts that drift. It keeps the Done channel of each holding period and
+// stops working as soon as it closes.
 //
 // Every run is short enough for CI. Set RLOCK_SOAK=1 for longer runs (more
 // rounds per client); each test logs the number of acquisitions checked

@@ -2,10 +2,12 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,12 +59,10 @@ func strikes() int {
 
 // base is the configuration every run starts from: 8 clients with a
 // watchdog lease long enough that no hold expires unless the fault makes
-// it. A call with an unknown outcome may take effect until 100 ms after it
-// returned: in these faults a command runs before its connection is closed
-// or never (a dropped reply is read from the server before the proxy closes
-// the connection; a black hole discards the command; a refused connection
-// carries none), so the bound only covers a command already in the
-// server's socket when the proxy reset the connection.
+// it. A call with an unknown outcome may take effect at any later moment:
+// the library carries out what it meant (a release completed, a hold an
+// acquisition took given back) at once, in the background once Redis
+// answers, or at the owner's next call on the lock, whenever that is.
 func base(fault string) config {
 	return config{
 		fault:        fault,
@@ -72,7 +72,7 @@ func base(fault string) config {
 		section:      3 * time.Millisecond,
 		linearizable: true,
 		exclusive:    true,
-		grace:        100 * time.Millisecond,
+		grace:        -1,
 		timeout:      90 * time.Second,
 	}
 }
@@ -150,7 +150,9 @@ func TestFaultConnectionReset(t *testing.T) {
 // script call (acquire, re-entry, release, renewal) after the server ran
 // it; go-redis sends it again, and hold counts must stay exact. The second
 // variant turns go-redis' retries off: each lost reply is an error, the
-// worker repeats the call, and the library must recognise the repeat.
+// worker reads its hold count and calls again only if the call did not
+// take effect (see worker.do), and the library must take that next call
+// for a new one.
 func TestFaultLostReply(t *testing.T) {
 	for _, v := range []struct {
 		name    string
@@ -393,4 +395,233 @@ func TestFaultFair(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestFaultLostReplyThenOtherCalls: as TestFaultLostReply, but a worker
+// whose call failed never makes it again: it reads its hold count and goes
+// on with other calls (see worker.roundSettle), as a user must who cannot
+// tell what the failed call did: Lock twice, an Unlock whose reply was
+// lost, another Unlock. Go-redis' retries are off, or exhausted (it
+// retries once and that reply is lost too). Each count read pins down what
+// the failed call did, so the history checks that the next, different
+// call is never mistaken for a re-send of the failed one; and no lock may
+// be left held after its owner's last successful Unlock. Reentrant and
+// fair.
+func TestFaultLostReplyThenOtherCalls(t *testing.T) {
+	for _, v := range []struct {
+		name    string
+		retries int
+		fair    bool
+	}{
+		{"reply lost, retries off, then other calls", -1, false},
+		{"reply lost, retries exhausted, then other calls", 1, false},
+		{"fair: reply lost, retries off, then other calls", -1, true},
+		{"fair: reply lost, retries exhausted, then other calls", 1, true},
+	} {
+		t.Run(strings.ReplaceAll(v.name, " ", "_"), func(t *testing.T) {
+			redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+				cfg := base(v.name)
+				cfg.viaProxy, cfg.settle, cfg.fair = true, true, v.fair
+				cfg.redisOpts = []func(*redis.Options){func(o *redis.Options) { o.MaxRetries = v.retries }}
+				cfg.lease = time.Second
+				cfg.rounds = 10
+				cfg.timeout = 30 * time.Second // a lock nobody can take again fails the run by then
+				drops := max(v.retries, 0) + 1 // one per copy go-redis sends
+				cfg.inject = func(r *rig, stop <-chan struct{}) {
+					every(25*time.Millisecond, stop, func() { r.proxy.DropReplies("evalsha", drops) })
+					r.proxy.DropReplies("", 0)
+					t.Logf("replies dropped: %d", r.proxy.Dropped())
+				}
+				newRig(t, b, cfg).run(nil)
+			})
+		})
+	}
+}
+
+// TestFaultLeaseReentry: workers hold the lock in watchdog mode and some
+// re-enter it asking for a lease (50 ms) much shorter than the critical
+// section that follows (120-180 ms): with LockLease, or with a MultiLock
+// WithLease over the lock and a private one, taken and released. A
+// re-entry must not take the watchdog's protection away from the hold:
+// the lock may not expire inside the section while the holder's Done is
+// open, nor be taken by another worker then. Reentrant and fair.
+func TestFaultLeaseReentry(t *testing.T) {
+	for _, fairLock := range []bool{false, true} {
+		name := "explicit lease on a watchdog hold's re-entry"
+		if fairLock {
+			name = "fair: " + name
+		}
+		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
+			redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+				cfg := base(name)
+				cfg.leases, cfg.fair = true, fairLock
+				cfg.rounds = 5
+				newRig(t, b, cfg).run(nil)
+			})
+		})
+	}
+}
+
+// TestFaultForceUnlockResent: every 5-20 ms the lock is force-unlocked,
+// mostly at a moment it is seen free, through a client whose reply is lost
+// after the script ran; go-redis re-sends the script 20-80 ms later, by
+// when a worker has often taken the lock (see forcer). Workers pause
+// between rounds, so the lock is often free. The re-send must not act again: the call is recorded
+// as taking effect before the re-send was dialled. Holders that lost the
+// lock to a force unlock keep believing they hold it until they are told,
+// so only the linearizability and token checks apply. Reentrant and fair.
+func TestFaultForceUnlockResent(t *testing.T) {
+	for _, fairLock := range []bool{false, true} {
+		name := "force unlock re-sent late"
+		if fairLock {
+			name = "fair: " + name
+		}
+		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
+			redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+				cfg := base(name)
+				cfg.force, cfg.fair = true, fairLock
+				cfg.exclusive = false
+				cfg.think = 150 * time.Millisecond // the lock is often free when it is force-unlocked
+				newRig(t, b, cfg).run(nil)
+			})
+		})
+	}
+}
+
+// TestFaultWakeUpAttemptFails: four goroutines of one client wait for a
+// lock held elsewhere with the default 30 s watchdog lease; each has made
+// an attempt that saw that TTL, so nothing but a wake-up makes it try
+// again before then. The holder unlocks; the release wakes the
+// longest-waiting one, and the attempt it starts fails: a Redis error (the
+// connection is refused before the script is sent), or its ctx ends
+// between the wake-up and the attempt. The lock is free, and the client's
+// other waiters must not sleep until the TTL they saw: the wake-up the
+// failed attempt consumed is passed on, and the others are granted in
+// turn long before (here: all within 5 s of the release).
+func TestFaultWakeUpAttemptFails(t *testing.T) {
+	for _, v := range []struct {
+		name string
+		want error
+	}{
+		{"redis error", errInjected},
+		{"ctx ends", context.Canceled},
+	} {
+		t.Run(strings.ReplaceAll(v.name, " ", "_"), func(t *testing.T) {
+			redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+				testWakeUpAttemptFails(t, b, v.want)
+			})
+		})
+	}
+}
+
+func testWakeUpAttemptFails(t *testing.T, b *redistest.Backend, want error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	name := redistest.Name(t)
+	hc, err := reentrant.NewClient(b.NewClient(t)) // default watchdog lease: 30 s
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = hc.Close() })
+	holder, err := reentrant.New(hc, name)
+	require.NoError(t, err)
+	require.NoError(t, holder.Lock(ctx))
+
+	rdb := b.NewClient(t)
+	faults := newScriptFaults()
+	rdb.AddHook(faults)
+	// A waiter that queued behind others without trying first waits at
+	// most this long before its first attempt.
+	c, err := reentrant.NewClient(rdb, reentrant.WithMaxPoll(50*time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+
+	type result struct {
+		i   int
+		at  time.Time
+		err error
+	}
+	const n = 4
+	results := make(chan result, n)
+	first := newEndsOnCheck(ctx) // the ctx of the first waiter
+	defer first.cancel()
+	for i := range n {
+		l, err := reentrant.New(c, name)
+		require.NoError(t, err)
+		field, err := l.Owner(ctx)
+		require.NoError(t, err)
+		lctx := ctx
+		if i == 0 {
+			lctx = first
+		}
+		go func() {
+			err := l.Lock(lctx)
+			results <- result{i, time.Now(), err}
+			if err == nil {
+				_ = l.Unlock(ctx)
+			}
+		}()
+		// Wait until it sleeps on the TTL: it has tried (the first waiter
+		// twice: before subscribing, and once the subscription was
+		// confirmed) and no attempt is in flight.
+		attempts := 1
+		if i == 0 {
+			attempts = 2
+		}
+		require.Eventually(t, func() bool {
+			done, inFlight := faults.completed(field)
+			return c.Waiters().Waiters == i+1 && done >= attempts && inFlight == 0
+		}, 10*time.Second, time.Millisecond, "waiter %d never settled to wait on the TTL", i)
+	}
+	ttl, err := holder.TTL(ctx)
+	require.NoError(t, err)
+
+	// The attempt of the waiter the release wakes fails.
+	if errors.Is(want, errInjected) {
+		faults.fail()
+	} else {
+		first.arm()
+	}
+	released := time.Now()
+	require.NoError(t, holder.Unlock(ctx))
+	r := <-results
+	require.Equal(t, 0, r.i, "the longest waiter is woken first")
+	require.ErrorIs(t, r.err, want)
+
+	const bound = 5 * time.Second // the TTL the waiters saw is about 30 s
+	timer := time.NewTimer(bound)
+	defer timer.Stop()
+	for range n - 1 {
+		select {
+		case r := <-results:
+			require.NoError(t, r.err, "waiter %d", r.i)
+			t.Logf("waiter %d granted %v after the release", r.i, r.at.Sub(released).Round(time.Millisecond))
+		case <-timer.C:
+			t.Fatalf("the client's other waiters were not all granted within %v of the release while the lock was free "+
+				"(the wake-up consumed by the failed attempt was not passed on; they sleep until the TTL they saw, about %v)",
+				bound, ttl.Round(time.Second))
+		}
+	}
+}
+
+// endsOnCheck is a context that, once armed, is cancelled the first time
+// its Err is asked: the moment its user checks it before its next step
+// (for a woken waiter: between the wake-up and the attempt). Done closes
+// before Err reports the cancellation, as the context contract requires.
+type endsOnCheck struct {
+	context.Context
+	cancel context.CancelFunc
+	armed  atomic.Bool
+}
+
+func newEndsOnCheck(parent context.Context) *endsOnCheck {
+	ctx, cancel := context.WithCancel(parent)
+	return &endsOnCheck{Context: ctx, cancel: cancel}
+}
+
+func (c *endsOnCheck) arm() { c.armed.Store(true) }
+
+func (c *endsOnCheck) Err() error {
+	if c.armed.Load() {
+		c.cancel()
+	}
+	return c.Context.Err()
 }

@@ -54,8 +54,8 @@ func printSummary() {
 	rows := summary.rows
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].fault < rows[j].fault })
 	var b strings.Builder
-	b.WriteString("\nfault runs (acquisitions include re-entries; repeated = attempts with an unknown outcome, repeated by the caller):\n")
-	b.WriteString("| fault | backend | clients | acquisitions checked | attempts repeated | losses told | linearizability violations | exclusion violations | fencing tokens checked (violations) | queued waits checked for FIFO (violations) |\n")
+	b.WriteString("\nfault runs (acquisitions include re-entries; unknown = calls with an unknown outcome, each followed by a read of the caller's hold count):\n")
+	b.WriteString("| fault | backend | clients | acquisitions checked | unknown outcomes | losses told | linearizability violations | exclusion violations | fencing tokens checked (violations) | queued waits checked for FIFO (violations) |\n")
 	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range rows {
 		lin, ex := "n/a", "n/a"

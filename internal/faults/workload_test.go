@@ -12,6 +12,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock-go/rlock"
@@ -49,6 +50,21 @@ type config struct {
 	forbid func(error) bool
 	// untilInjected: workers go on past their rounds until inject returns.
 	untilInjected bool
+	// settle: a worker does not repeat a call whose outcome was unknown;
+	// it reads its hold count and goes on from there with other calls
+	// (see worker.roundSettle).
+	settle bool
+	// leases: some re-entries ask for an explicit lease shorter than the
+	// critical section that follows, on a lock the watchdog renews, or
+	// take a MultiLock with such a lease over the lock and a private one
+	// (see worker.leaseReentry).
+	leases bool
+	// force: the lock is force-unlocked now and then through a client
+	// whose reply is lost and whose re-send is delayed (see forcer).
+	force bool
+	// think: each worker pauses up to this long between rounds, so the
+	// lock is sometimes free.
+	think time.Duration
 	// grace is how long after its return a call with an unknown outcome may
 	// still take effect (negative: any time); see history.CheckLinearizable.
 	grace   time.Duration
@@ -81,6 +97,7 @@ type rig struct {
 
 	forbidden     atomic.Int64 // calls that returned an error cfg.forbid rejects
 	forbiddenLast atomic.Value // the last such error, as a string
+	forcer *forcer // cfg.force
 }
 
 // grant is a holding period's first acquisition and its fencing token.
@@ -92,9 +109,10 @@ type grant struct {
 
 // handle is what the workers use of a lock: both lock kinds have it.
 type handle interface {
-	rlock.Locker
+	rlock.LeaseLocker
 	Owner(ctx context.Context) (string, error)
 	HoldCount(ctx context.Context) (int, error)
+	ForceUnlock(ctx context.Context) (bool, error)
 	Done() <-chan struct{}
 	Token() int64
 }
@@ -105,8 +123,9 @@ type worker struct {
 	r        *rig
 	c        *reentrant.Client
 	l        handle
+	private  handle // a lock only this worker takes (cfg.leases)
 	rng      *rand.Rand
-	unknown  int // attempts whose outcome was unknown (then repeated)
+	unknown  int // attempts whose outcome was unknown (then a count read)
 	lost     int // holding periods that ended in a loss the worker was told of
 	acquired int // holding periods
 }
@@ -151,16 +170,27 @@ func newRig(t *testing.T, b *redistest.Backend, cfg config) *rig {
 		c, err := reentrant.NewClient(rdb, reentrant.WithWatchdog(watchdog.WithLease(cfg.lease)))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = c.Close() })
-		var l handle
-		if cfg.fair {
-			l, err = fair.New(c, r.name, fair.WithFencing())
-		} else {
-			l, err = reentrant.New(c, r.name, reentrant.WithFencing())
-		}
-		require.NoError(t, err)
-		r.workers = append(r.workers, &worker{id: i, r: r, c: c, l: l, rng: rand.New(rand.NewPCG(seed, uint64(i)))})
+		w := &worker{id: i, r: r, c: c, rng: rand.New(rand.NewPCG(seed, uint64(i)))}
+		w.l = r.newHandle(c, r.name)
+		w.private = r.newHandle(c, fmt.Sprintf("%s:private:%d", r.name, i))
+		r.workers = append(r.workers, w)
+	}
+	if cfg.force {
+		r.forcer = newForcer(r, seed)
 	}
 	return r
+}
+
+// newHandle returns a fenced handle of the run's lock kind on name.
+func (r *rig) newHandle(c *reentrant.Client, name string) handle {
+	if r.cfg.fair {
+		l, err := fair.New(c, name, fair.WithFencing())
+		require.NoError(r.t, err)
+		return l
+	}
+	l, err := reentrant.New(c, name, reentrant.WithFencing())
+	require.NoError(r.t, err)
+	return l
 }
 
 // run runs every worker for its rounds while the injector strikes (on the
@@ -192,27 +222,45 @@ func (r *rig) run(heal func()) {
 	} else {
 		close(watched)
 	}
+	forced := make(chan struct{})
+	if r.forcer != nil {
+		go func() {
+			defer close(forced)
+			r.forcer.run(stop)
+		}()
+	} else {
+		close(forced)
+	}
 	if r.cfg.inject != nil {
 		r.cfg.inject(r, stop)
 	}
 	close(injected)
 	<-stop
 	<-watched
+	<-forced
 	if heal != nil {
 		heal()
 	}
 	close(errs)
+	failed := false
 	for err := range errs {
-		require.NoError(t, err)
+		if err != nil {
+			// Still check the history: it shows why (a lock nobody could
+			// take again leaves the others' Lock calls waiting to the end).
+			t.Error(err)
+			failed = true
+		}
 	}
-	r.check()
+	r.checkHistory()
+	if !failed {
+		r.checkEnd()
+	}
 }
 
-// check verifies the end state and the history, and reports the figures.
-func (r *rig) check() {
+// checkEnd verifies the end state: every owner released what it held.
+func (r *rig) checkEnd() {
 	t := r.t
 	ctx := context.Background()
-	// Every owner released what it held: nothing of theirs is left.
 	for _, w := range r.workers {
 		n, err := w.l.HoldCount(ctx)
 		require.NoError(t, err)
@@ -224,7 +272,11 @@ func (r *rig) check() {
 		n, err := r.direct.Exists(ctx, r.name).Result()
 		return err == nil && n == 0
 	}, 3*r.cfg.lease+5*time.Second, 10*time.Millisecond, "the lock is left held")
+}
 
+// checkHistory checks the recorded history and reports the figures.
+func (r *rig) checkHistory() {
+	t := r.t
 	ops := r.rec.Ops()
 	res := row{fault: r.cfg.fault, backend: r.b.Name, clients: len(r.workers),
 		acquisitions: history.Acquisitions(ops),
@@ -234,7 +286,7 @@ func (r *rig) check() {
 		res.unknown += w.unknown
 		res.lost += w.lost
 		periods += w.acquired
-		require.Positive(t, w.acquired, "worker %d never got the lock", w.id)
+		assert.Positive(t, w.acquired, "worker %d never got the lock", w.id)
 	}
 	if r.cfg.linearizable {
 		start := time.Now()
@@ -271,7 +323,7 @@ func (r *rig) check() {
 		}
 	}
 	report(res)
-	t.Logf("%s/%s: %d clients, %d holding periods, %d acquisitions checked (re-entries included), %d attempts with an unknown outcome repeated, %d losses told, %d linearizability and %d exclusion violations",
+	t.Logf("%s/%s: %d clients, %d holding periods, %d acquisitions checked (re-entries included), %d attempts with an unknown outcome, %d losses told, %d linearizability and %d exclusion violations",
 		r.cfg.fault, r.b.Name, res.clients, periods, res.acquisitions, res.unknown, res.lost, res.linViolations, res.overlaps)
 }
 
@@ -292,62 +344,64 @@ func dump(ops []history.Op) string {
 // run runs rounds rounds, and more until injected is closed if the run
 // asks for it (untilInjected).
 func (w *worker) run(rounds int, injected <-chan struct{}) error {
+	round := w.round
+	if w.r.cfg.settle {
+		round = w.roundSettle
+	}
 	for i := 0; i < rounds || w.r.cfg.untilInjected && !closed(injected); i++ {
-		if err := w.round(); err != nil {
+		if err := round(); err != nil {
 			return fmt.Errorf("worker %d: %w", w.id, err)
+		}
+		if w.r.cfg.think > 0 && sleepOrStop(time.Duration(w.rng.Int64N(int64(w.r.cfg.think))), w.r.ctx.Done()) {
+			return fmt.Errorf("worker %d: the run ended: %w", w.id, w.r.ctx.Err())
 		}
 	}
 	return nil
 }
 
-// do makes one logical call and records it: it repeats the call while its
-// outcome is unknown, as a careful caller does, and the library promises
-// that such a repeat takes effect once, together with the attempts before
-// it (each owner's calls are serialised and carry its hold count). So the
-// attempts are recorded as one call, from the first attempt's call to the
-// last one's return, with the last one's outcome; except that ErrNotHeld
-// after an unknown attempt is recorded as Unknown, since the attempt before
-// may have released the last hold (the latch that answers re-sends of a
-// release belongs to one Unlock call). retried reports whether an attempt
-// had an unknown outcome.
-func (w *worker) do(k history.Kind) (out history.Outcome, retried bool, err error) {
-	ctx := w.r.ctx
-	call := w.r.rec.Now()
+// do makes one logical call of kind k, as a careful user does, for a
+// worker that holds count holds, and returns its outcome and the worker's
+// hold count after it. When an attempt's outcome is unknown (its reply was
+// lost), the library carries out what the call meant by itself, at once,
+// in the background or at the owner's next call on the lock: a release is
+// completed, a hold an acquisition may have taken is given back. So the
+// worker counts a release as done and never repeats it, and tries an
+// acquisition again. The worker reads its hold count after such an
+// attempt (onceFn); the read pins down the state at that moment, and the
+// history records the give-back of a failed acquisition as a release of
+// unknown outcome. answered reports whether the outcome was a reply.
+func (w *worker) do(k history.Kind, count int) (out history.Outcome, after int, answered bool, err error) {
+	return w.doFn(k, count, w.call(k))
+}
+
+// call returns the handle's plain call of kind k.
+func (w *worker) call(k history.Kind) func(context.Context) error {
+	switch k {
+	case history.Lock:
+		return w.l.Lock
+	case history.TryLock:
+		return w.l.TryLock
+	}
+	return w.l.Unlock
+}
+
+// doFn is do for fn, a call of kind k on the lock.
+func (w *worker) doFn(k history.Kind, count int, fn func(context.Context) error) (out history.Outcome, after int, answered bool, err error) {
 	for {
-		switch k {
-		case history.Lock:
-			err = w.l.Lock(ctx)
-		case history.TryLock:
-			err = w.l.TryLock(ctx)
-		default:
-			err = w.l.Unlock(ctx)
+		after, out, err = w.onceFn(k, count, fn)
+		if err != nil || out != history.Unknown {
+			return out, after, err == nil, err
 		}
-		if err != nil && w.r.cfg.forbid != nil && w.r.cfg.forbid(err) {
-			w.r.forbidden.Add(1)
-			w.r.forbiddenLast.Store(err.Error())
+		if k == history.Unlock {
+			return history.OK, after, false, nil // completed by the library
 		}
-		out = history.Classify(k, err)
-		if out != history.Unknown || ctx.Err() != nil {
-			break
-		}
-		w.unknown++
-		retried = true
-		timer := time.NewTimer(5 * time.Millisecond) // retry backoff
+		timer := time.NewTimer(5 * time.Millisecond) // backoff
 		select {
 		case <-timer.C:
-		case <-ctx.Done():
+		case <-w.r.ctx.Done():
 			timer.Stop()
 		}
 	}
-	rec := out
-	if retried && k == history.Unlock && out == history.NotHeld {
-		rec = history.Unknown
-	}
-	w.r.rec.Add(history.Op{Owner: w.id, Kind: k, Outcome: rec, Call: call, Return: w.r.rec.Now(), Err: err})
-	if out == history.Unknown {
-		return out, retried, fmt.Errorf("%v still failing at the end of the run: %w", k, err)
-	}
-	return out, retried, nil
 }
 
 // closeWatch records when a holding period's Done channel closes.
@@ -397,43 +451,52 @@ func (w *worker) round() error {
 		first = history.TryLock
 	}
 	call := w.r.rec.Now()
-	out, _, err := w.do(first)
-	if err != nil {
+	_, count, answered, err := w.do(first, 0)
+	if err != nil || count == 0 {
 		return err
 	}
-	if out == history.NotObtained || out == history.HoldsLost {
-		return nil
-	}
 	w.acquired++
-	token := w.l.Token()
-	w.r.grantsMu.Lock()
-	g := grant{owner: w.id, call: call, ret: w.r.rec.Now(), token: token}
-	w.r.grants = append(w.r.grants, g)
-	if first == history.Lock {
-		w.r.waits = append(w.r.waits, g)
+	// The holding period is this handle's last, with a token of its own,
+	// only if the call said so; a hold learnt from a count read has no
+	// Done to watch (nil: never closes).
+	var done <-chan struct{}
+	var token int64
+	if answered {
+		token = w.l.Token()
+		w.r.grantsMu.Lock()
+		g := grant{owner: w.id, call: call, ret: w.r.rec.Now(), token: token}
+		w.r.grants = append(w.r.grants, g)
+		if first == history.Lock {
+			w.r.waits = append(w.r.waits, g)
+		}
+		w.r.grantsMu.Unlock()
+		done = w.l.Done()
 	}
-	w.r.grantsMu.Unlock()
-	done := w.l.Done()
 	cw := w.watch(done)
 	defer cw.end()
-	count := 1
 	lost := false
+	long := false // a re-entry asked for a lease shorter than the section
 	for range w.rng.IntN(3) {
 		k := history.Lock
 		if w.rng.IntN(2) == 0 {
 			k = history.TryLock
 		}
-		out, _, err := w.do(k)
+		var out history.Outcome
+		var err error
+		answered := false
+		if w.r.cfg.leases && w.rng.IntN(3) == 0 {
+			out, count, err = w.leaseReentry(count)
+			long = true
+		} else {
+			out, count, answered, err = w.do(k, count)
+		}
 		if err != nil {
 			return err
 		}
-		if out == history.OK {
-			count++
-			if !closed(done) && w.l.Token() != token {
-				w.r.grantsMu.Lock()
-				w.r.tokenMismatch++
-				w.r.grantsMu.Unlock()
-			}
+		if out == history.OK && answered && done != nil && !closed(done) && w.l.Token() != token {
+			w.r.grantsMu.Lock()
+			w.r.tokenMismatch++
+			w.r.grantsMu.Unlock()
 		}
 		if out == history.NotObtained || out == history.HoldsLost || closed(done) {
 			// The library found the owner's holds gone at re-entry
@@ -448,7 +511,11 @@ func (w *worker) round() error {
 		case w.r.inside <- w.id:
 		default:
 		}
-		timer := time.NewTimer(time.Duration(w.rng.Int64N(int64(w.r.cfg.section) + 1)))
+		section := time.Duration(w.rng.Int64N(int64(w.r.cfg.section) + 1))
+		if long {
+			section = leaseSection + time.Duration(w.rng.Int64N(int64(leaseSection)/2))
+		}
+		timer := time.NewTimer(section)
 		select {
 		case <-done:
 			lost = true
@@ -461,26 +528,26 @@ func (w *worker) round() error {
 		// Clean up whatever the library may still count, until it says
 		// nothing is held.
 		for range count + 1 {
-			out, _, err := w.do(history.Unlock)
+			out, after, _, err := w.do(history.Unlock, count)
 			if err != nil {
 				return err
 			}
 			if out == history.NotHeld {
 				break
 			}
+			count = after
 		}
 	} else {
-		for ; count > 0; count-- {
-			out, retried, err := w.do(history.Unlock)
+		for count > 0 {
+			out, after, _, err := w.do(history.Unlock, count)
 			if err != nil {
 				return err
 			}
 			if out == history.NotHeld {
-				// Told at this unlock, unless an earlier try of it (whose
-				// reply was lost) released the last hold.
-				lost = count > 1 || !retried
+				lost = true // told at this unlock
 				break
 			}
+			count = after
 		}
 	}
 	// Done closed before the worker started to release: a loss. Done closed

@@ -10,13 +10,17 @@
 // definite refusal (ErrNotObtained from a try, ErrNotHeld from an unlock), or
 // Unknown — any other error (a timeout, a reset connection, a lost reply):
 // the command may or may not have run, and may even run after the call
-// returned. A caller that repeats such a call until it gets an answer may
-// record the attempts as one call (the library promises that they take
-// effect once): that is how exact hold counts are checked. Observations that are not calls are recorded too: the holder
-// being told its lock was lost (Lost), the moment a hold may start to lapse
-// without any unlock (Lapse: a killed holder, a frozen server), and a server
-// losing its data (Wipe: redis-server killed and restarted without
-// persistence).
+// returned. The caller's next call is a new call, not a re-send of the
+// failed one, so each attempt is recorded as it is. A careful caller then
+// reads its hold count (a Count op), which pins down what the failed call
+// did, and goes on from there: it calls again only if the call did not
+// take effect, or makes another call. This is how exact hold counts are
+// checked, and how a library that mistakes the next call for a re-send of
+// the failed one is caught. Observations that are not calls are recorded
+// too: the holder being told its lock was lost (Lost), the moment a hold
+// may start to lapse without any unlock (Lapse: a killed holder, a frozen
+// server), and a server losing its data (Wipe: redis-server killed and
+// restarted without persistence).
 //
 // # The mutex model
 //
@@ -28,7 +32,12 @@
 // it was made until a grace period after it returned (CheckLinearizable's
 // grace; unbounded if asked), so the model offers both next states. A Lapse of o frees the lock if o holds it, or changes
 // nothing, at one moment within its interval (which may be unbounded). A Wipe frees the lock at one
-// moment within its interval.
+// moment within its interval. A ForceUnlock frees the lock; its reply (1:
+// it deleted a lock) is legal only if the lock was held. A Count read of
+// an owner's hold count is legal only if it matches the state: this is
+// what pins down an Unknown call that the caller did not repeat but
+// followed with a different one (an unlock whose reply was lost, then
+// another unlock).
 //
 // # What the model does not claim
 //

@@ -38,7 +38,10 @@ func endString(t int64) string {
 // calls must be sequential (one goroutine per owner), as a lock's users'
 // are. An owner's own hold count moves as it was told: +1 per successful
 // acquire, -1 per successful unlock, 0 after ErrNotHeld, ErrLockLost from
-// a re-entry, or a Lost observation; Unknown calls change nothing (the caller retries them).
+// a re-entry, or a Lost observation, and is set by a Count read; Unknown
+// calls change nothing (the caller retries them, or reads its count).
+// ForceUnlock calls end nobody's belief: a holder believes until it is
+// told.
 func Beliefs(ops []Op) []Belief {
 	type ownerState struct {
 		count int
@@ -84,6 +87,17 @@ func Beliefs(ops []Op) []Belief {
 				end(op.Owner, st, op.Return) // told now, if not before
 				st.count = 0
 			}
+		case Count:
+			// The owner learns its hold count (after a call whose outcome
+			// was unknown): a belief starts or ends here if the count says
+			// so.
+			if op.Value > 0 && !st.open {
+				st.open, st.start = true, op.Return
+			}
+			if op.Value == 0 {
+				end(op.Owner, st, op.Return)
+			}
+			st.count = op.Value
 		case Lost:
 			if !st.open {
 				// Told while a call that ended the belief later (an unlock

@@ -35,6 +35,15 @@ const (
 	// Wipe is the server losing every lock at one moment between Call and
 	// Return (killed and restarted without persistence). Owner is ignored.
 	Wipe
+	// Count is a read of the owner's hold count (HoldCount); Value is the
+	// count read. Only reads that returned are recorded. It changes
+	// nothing, but pins down what the owner's earlier calls with an
+	// unknown outcome did.
+	Count
+	// ForceUnlock deletes the lock whoever holds it. Value is its reply:
+	// 1 if it deleted a lock, 0 if there was none. Owner is the caller,
+	// who need not hold the lock.
+	ForceUnlock
 )
 
 func (k Kind) String() string {
@@ -51,6 +60,10 @@ func (k Kind) String() string {
 		return "Lapse"
 	case Wipe:
 		return "Wipe"
+	case Count:
+		return "Count"
+	case ForceUnlock:
+		return "ForceUnlock"
 	}
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
@@ -101,6 +114,7 @@ type Op struct {
 	Outcome Outcome
 	Call    int64
 	Return  int64
+	Value   int   // Count: the count read; ForceUnlock: 1 if it deleted a lock
 	Err     error // the error the call returned, if any
 }
 
@@ -110,6 +124,9 @@ func (op Op) String() string {
 		ret = time.Duration(op.Return).String()
 	}
 	s := fmt.Sprintf("owner %d %v -> %v [%v, %s]", op.Owner, op.Kind, op.Outcome, time.Duration(op.Call), ret)
+	if op.Kind == Count || op.Kind == ForceUnlock && op.Outcome == OK {
+		s = fmt.Sprintf("owner %d %v -> %d [%v, %s]", op.Owner, op.Kind, op.Value, time.Duration(op.Call), ret)
+	}
 	if op.Err != nil {
 		s += ": " + op.Err.Error()
 	}

@@ -27,7 +27,24 @@ func h(rows ...[5]int) []Op {
 	return ops
 }
 
+// v sets the Value of the last op of ops (a Count read, a ForceUnlock
+// reply).
+func v(ops []Op, value int) []Op {
+	ops[len(ops)-1].Value = value
+	return ops
+}
+
+// cat joins histories.
+func cat(parts ...[]Op) []Op {
+	var res []Op
+	for _, p := range parts {
+		res = append(res, p...)
+	}
+	return res
+}
+
 var (
+	cnt, force                     = int(Count), int(ForceUnlock)
 	lk, try, un, lost, lapse, wipe = int(Lock), int(TryLock), int(Unlock), int(Lost), int(Lapse), int(Wipe)
 	ok, notObt, notHeld, unknown   = int(OK), int(NotObtained), int(NotHeld), int(Unknown)
 )
@@ -84,6 +101,36 @@ func TestLinearizable(t *testing.T) {
 		{"wipe frees everything", h(
 			[5]int{0, lk, ok, 0, 1}, [5]int{0, lk, ok, 2, 3}, [5]int{-1, wipe, ok, 4, 6},
 			[5]int{1, lk, ok, 7, 8}, [5]int{0, un, notHeld, 9, 10}), true},
+		{"unknown release pinned by a count read; the next release frees", cat(
+			h([5]int{0, lk, ok, 0, 1}, [5]int{0, lk, ok, 2, 3}, [5]int{0, un, unknown, 4, 5}),
+			v(h([5]int{0, cnt, ok, 6, 7}), 1),
+			h([5]int{0, un, ok, 8, 9}, [5]int{1, try, ok, 10, 11})), true},
+		{"the release after a lost reply mistaken for its re-send", cat(
+			h([5]int{0, lk, ok, 0, 1}, [5]int{0, lk, ok, 2, 3}, [5]int{0, un, unknown, 4, 5}),
+			v(h([5]int{0, cnt, ok, 6, 7}), 1),
+			h([5]int{0, un, ok, 8, 9}, [5]int{1, try, notObt, 10, 11})), false},
+		{"unknown re-entry that took effect, pinned", cat(
+			h([5]int{0, lk, ok, 0, 1}, [5]int{0, try, unknown, 2, 3}),
+			v(h([5]int{0, cnt, ok, 4, 5}), 2),
+			h([5]int{0, try, ok, 6, 7}),
+			v(h([5]int{0, cnt, ok, 8, 9}), 3)), true},
+		{"the re-entry after a lost reply mistaken for its re-send", cat(
+			h([5]int{0, lk, ok, 0, 1}, [5]int{0, try, unknown, 2, 3}),
+			v(h([5]int{0, cnt, ok, 4, 5}), 2),
+			h([5]int{0, try, ok, 6, 7}),
+			v(h([5]int{0, cnt, ok, 8, 9}), 2)), false},
+		{"another owner counts nothing", cat(h([5]int{0, lk, ok, 0, 1}), v(h([5]int{1, cnt, ok, 2, 3}), 0)), true},
+		{"another owner counts a hold", cat(h([5]int{0, lk, ok, 0, 1}), v(h([5]int{1, cnt, ok, 2, 3}), 1)), false},
+		{"force unlock of a held lock", cat(
+			h([5]int{0, lk, ok, 0, 1}), v(h([5]int{2, force, ok, 2, 3}), 1),
+			h([5]int{1, try, ok, 4, 5}, [5]int{0, un, notHeld, 6, 7})), true},
+		{"force unlock of a free lock deletes nothing", v(h([5]int{2, force, ok, 0, 1}), 0), true},
+		{"force unlock deleting a lock while it was free", cat(
+			v(h([5]int{2, force, ok, 0, 1}), 1), h([5]int{1, try, ok, 2, 3})), false},
+		{"force unlock of a held lock cannot find it free", cat(
+			h([5]int{0, lk, ok, 0, 1}), v(h([5]int{2, force, ok, 2, 3}), 0)), false},
+		{"force unlock with an unknown outcome", h(
+			[5]int{0, lk, ok, 0, 1}, [5]int{2, force, unknown, 2, 3}, [5]int{1, try, ok, 4, 5}), true},
 		{"lost observations are not calls", h(
 			[5]int{0, lk, ok, 0, 1}, [5]int{0, lost, ok, 2, 2}, [5]int{1, try, notObt, 3, 4}), true},
 	}
@@ -128,6 +175,22 @@ func TestCheckExclusive(t *testing.T) {
 	got = CheckExclusive(ops)
 	require.Len(t, got, 1)
 	require.Equal(t, Forever, got[0].B.End)
+}
+
+func TestBeliefsFollowCountReads(t *testing.T) {
+	// Owner 0's release at 4 has an unknown outcome; it reads 1 at 7 (still
+	// held), releases at 8. Owner 1's acquire with an unknown outcome is
+	// read as taken at 13: it believes from then.
+	ops := cat(
+		h([5]int{0, lk, ok, 0, 1}, [5]int{0, lk, ok, 2, 3}, [5]int{0, un, unknown, 4, 5}),
+		v(h([5]int{0, cnt, ok, 6, 7}), 1),
+		h([5]int{0, un, ok, 8, 9}, [5]int{1, try, unknown, 10, 11}),
+		v(h([5]int{1, cnt, ok, 12, 13}), 1),
+		v(h([5]int{2, cnt, ok, 14, 15}), 0))
+	require.Equal(t, []Belief{{0, 1, 8}, {1, 13, Forever}}, Beliefs(ops))
+	// A read of 0 ends a belief.
+	ops = cat(h([5]int{0, lk, ok, 0, 1}, [5]int{0, lk, unknown, 2, 3}), v(h([5]int{0, cnt, ok, 4, 5}), 0))
+	require.Equal(t, []Belief{{0, 1, 5}}, Beliefs(ops))
 }
 
 func TestCheckFIFO(t *testing.T) {

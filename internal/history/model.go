@@ -25,6 +25,14 @@ func (s state) acquire(owner int) (state, bool) {
 	return state{holder: owner + 1, count: s.count + 1}, true
 }
 
+// countOf is owner's hold count in s.
+func (s state) countOf(owner int) int {
+	if s.holds(owner) {
+		return s.count
+	}
+	return 0
+}
+
 func (s state) release(owner int) (state, bool) {
 	if !s.holds(owner) {
 		return s, false
@@ -41,10 +49,18 @@ type input struct {
 	kind  Kind
 }
 
+// output is a porcupine Operation's Output: the outcome, and the value
+// read (Count) or replied (ForceUnlock).
+type output struct {
+	outcome Outcome
+	value   int
+}
+
 // step is the nondeterministic step function of the reentrant mutex (see
 // the package documentation): every state the lock may be in after the
 // call, empty when the call's outcome is impossible in s.
-func step(s state, in input, out Outcome) []state {
+func step(s state, in input, o output) []state {
+	out := o.outcome
 	switch in.kind {
 	case Lock, TryLock:
 		next, ok := s.acquire(in.owner)
@@ -93,6 +109,17 @@ func step(s state, in input, out Outcome) []state {
 		return []state{s}
 	case Wipe:
 		return []state{{}}
+	case Count:
+		if out == OK && s.countOf(in.owner) == o.value {
+			return []state{s}
+		}
+	case ForceUnlock:
+		switch {
+		case out == Unknown:
+			return []state{s, {}}
+		case out == OK && o.value == 1 && s.holder != 0, out == OK && o.value == 0 && s.holder == 0:
+			return []state{{}}
+		}
 	}
 	return nil
 }
@@ -103,7 +130,7 @@ func Model() porcupine.Model {
 	nm := porcupine.NondeterministicModel{
 		Init: func() []any { return []any{state{}} },
 		Step: func(st, in, out any) []any {
-			next := step(st.(state), in.(input), out.(Outcome))
+			next := step(st.(state), in.(input), out.(output))
 			res := make([]any, len(next))
 			for i, n := range next {
 				res[i] = n
@@ -111,8 +138,11 @@ func Model() porcupine.Model {
 			return res
 		},
 		DescribeOperation: func(in, out any) string {
-			i := in.(input)
-			return fmt.Sprintf("owner %d %v -> %v", i.owner, i.kind, out.(Outcome))
+			i, o := in.(input), out.(output)
+			if i.kind == Count || i.kind == ForceUnlock && o.outcome == OK {
+				return fmt.Sprintf("owner %d %v -> %d", i.owner, i.kind, o.value)
+			}
+			return fmt.Sprintf("owner %d %v -> %v", i.owner, i.kind, o.outcome)
 		},
 		DescribeState: func(st any) string {
 			s := st.(state)
@@ -150,7 +180,7 @@ func Operations(ops []Op, grace time.Duration) []porcupine.Operation {
 			ClientId: client,
 			Input:    input{owner: op.Owner, kind: op.Kind},
 			Call:     op.Call,
-			Output:   op.Outcome,
+			Output:   output{outcome: op.Outcome, value: op.Value},
 			Return:   ret,
 		})
 	}
@@ -194,7 +224,7 @@ func CheckLinearizable(ops []Op, grace, timeout time.Duration) Result {
 	verdict, info := porcupine.CheckOperationsVerbose(model, pops, timeout)
 	r := Result{Ops: len(pops), Acquisitions: Acquisitions(ops), Verdict: verdict}
 	for _, op := range ops {
-		if op.Outcome == Unknown && (op.Kind == Lock || op.Kind == TryLock || op.Kind == Unlock) {
+		if op.Outcome == Unknown && (op.Kind == Lock || op.Kind == TryLock || op.Kind == Unlock || op.Kind == ForceUnlock) {
 			r.Unknown++
 		}
 	}

@@ -46,11 +46,12 @@ type Proxy struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu      sync.Mutex
-	dropSub []byte // lower-case substring armed by DropNextReply; nil when disarmed
-	dropFn  func() // run after the armed drop, before the connection closes
-	conns   map[*proxyConn]struct{}
-	closed  bool
+	mu       sync.Mutex
+	dropSub  []byte // lower-case substring armed by DropNextReply; nil when disarmed
+	dropLeft int    // replies still to drop for dropSub
+	dropFn   func() // run after an armed drop, before the connection closes
+	conns    map[*proxyConn]struct{}
+	closed   bool
 }
 
 // proxyConn is one proxied connection: client <-> proxy <-> server.
@@ -104,7 +105,7 @@ func (p *Proxy) Target() string {
 // end (go-redis then retries on a new connection, running the command
 // again). A later call replaces an armed substring that has not matched yet.
 func (p *Proxy) DropNextReply(substr string) {
-	p.DropNextReplyThen(substr, nil)
+	p.DropReplies(substr, 1)
 }
 
 // DropNextReplyThen is DropNextReply that also runs then (if not nil) after
@@ -113,10 +114,23 @@ func (p *Proxy) DropNextReply(substr string) {
 // the command's first run and any re-send of it. then runs on the proxy's
 // goroutine; it must not use the proxied client.
 func (p *Proxy) DropNextReplyThen(substr string, then func()) {
+	p.DropReplies(substr, 1)
+	p.mu.Lock()
+	p.dropFn = then
+	p.mu.Unlock()
+}
+
+// DropReplies is DropNextReply for the next n matching chunks: each one's
+// reply is dropped and its connection closed, so a client that re-sends
+// the command up to n-1 times gets no reply at all (its retries are
+// exhausted) while the server runs every copy. n < 1 disarms.
+func (p *Proxy) DropReplies(substr string, n int) {
 	sub := asciiLower([]byte(substr))
 	p.mu.Lock()
-	p.dropSub = sub
-	p.dropFn = then
+	p.dropSub, p.dropLeft, p.dropFn = sub, n, nil
+	if n < 1 {
+		p.dropSub = nil
+	}
 	p.mu.Unlock()
 }
 
@@ -302,7 +316,9 @@ func (p *Proxy) matchDrop(pc *proxyConn, tail, chunk []byte) []byte {
 		keep := min(len(tail), max(len(sub)-1, 0))
 		window := append(append([]byte(nil), tail[len(tail)-keep:]...), asciiLower(chunk)...)
 		if bytes.Contains(window, sub) {
-			p.dropSub = nil
+			if p.dropLeft--; p.dropLeft <= 0 {
+				p.dropSub = nil
+			}
 			pc.dropFn = p.dropFn
 			p.dropFn = nil
 			pc.dropReply.Store(true)

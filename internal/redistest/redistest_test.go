@@ -350,6 +350,31 @@ func TestProxyDropNextReply(t *testing.T) {
 	})
 }
 
+// TestProxyDropReplies: every copy of a command is dropped until the count
+// is used up, so go-redis exhausts its retries while the server ran each.
+func TestProxyDropReplies(t *testing.T) {
+	noLeaks(t)
+	Each(t, func(t *testing.T, b *Backend) {
+		ctx := t.Context()
+		p, c := b.NewProxiedClient(t, func(o *redis.Options) { o.MaxRetries = 1 })
+		direct := b.NewClient(t)
+		key := Name(t)
+		require.NoError(t, c.Ping(ctx).Err())
+
+		p.DropReplies("incr", 2)
+		require.Error(t, c.Incr(ctx, key).Err(), "both replies dropped: retries exhausted")
+		require.Equal(t, 2, p.Dropped())
+		require.Equal(t, "2", direct.Get(ctx, key).Val(), "both copies ran")
+
+		n, err := c.Incr(ctx, key).Result() // disarmed
+		require.NoError(t, err)
+		require.Equal(t, int64(3), n)
+		p.DropReplies("incr", 0)
+		require.NoError(t, c.Incr(ctx, key).Err())
+		require.Equal(t, 2, p.Dropped())
+	})
+}
+
 func TestProxyDropNextReplyRaw(t *testing.T) {
 	noLeaks(t)
 	b := Mini(t)
