@@ -32,15 +32,19 @@ func (l *Lock) attemptLocked(ctx context.Context, h *hold, lease time.Duration, 
 		// departure may already have run; a join now would undo it.)
 		return 0, l.ctxErr(ctx)
 	}
+	if h.count > 0 && h.ended() {
+		// The owner was told its holds were lost: start afresh, giving
+		// back any the server still has (a loss reported when the lease
+		// had certainly run out, by a reply that came later still).
+		h.setCount(0)
+		h.unsure = true
+	}
 	if err := l.settleLocked(ctx, h); err != nil {
 		return 0, err
 	}
 	watchdogMode := lease == rlock.WatchdogMode
 	if watchdogMode {
 		lease = l.c.wd.LeaseDuration()
-	}
-	if h.count > 0 && h.ended() {
-		h.setCount(0) // the owner was told its holds were lost: start afresh
 	}
 	sent := time.Now()
 	res, sync, syncErr, err := l.runAcquire(ctx, h, lease, join)

@@ -130,8 +130,11 @@ func (l *Lock) releaseLocked(ctx context.Context, h *hold) error {
 	if lease <= 0 {
 		lease = l.c.wd.LeaseDuration()
 	}
+	// Only the last release can make a renewal find the lock gone; a loss
+	// reported meanwhile waits for its outcome (it may be the release's
+	// own doing). Any other loss is reported at once.
 	ep := h.ep.Load()
-	if ep != nil {
+	if ep != nil && h.count <= 1 {
 		ep.releaseStarted()
 		defer ep.releaseDone()
 	}
