@@ -22,12 +22,14 @@ func holdOn(t *testing.T, rdb redis.Cmdable, key, field string, lease time.Durat
 	require.NoError(t, rdb.PExpire(context.Background(), key, lease).Err())
 }
 
-// On a cluster, batches are per slot: locks that share a hash tag go in
-// one round trip, locks in different slots in one each; every master's
-// slots are renewed.
-func TestClusterBatchesPerSlot(t *testing.T) {
+// On a cluster, a tick is one round trip per master: script calls are per
+// slot (locks that share a hash tag go in one call), and each master's
+// calls go out in one pipeline.
+func TestClusterOneRoundTripPerNode(t *testing.T) {
 	c := redistest.SharedCluster(t)
 	cc := c.NewClient(t)
+	calls := &redistest.ScriptCalls{}
+	cc.OnNewNode(func(n *redis.Client) { n.AddHook(calls) })
 	const lease = 5 * time.Second
 	s := newScheduler(t, cc, watchdog.WithLease(lease), watchdog.WithInterval(100*time.Millisecond))
 	base := redistest.Name(t)
@@ -45,14 +47,17 @@ func TestClusterBatchesPerSlot(t *testing.T) {
 		holdOn(t, cc, k, "c:1", lease)
 		s.Add(k, "c:1", time.Now(), lost.report)
 	}
-	from := s.Stats()
-	require.Eventually(t, func() bool { return s.Stats().Rounds >= from.Rounds+3 }, 10*time.Second, time.Millisecond)
-	st := s.Stats()
+	require.Eventually(t, func() bool { return s.Stats().Renewed >= uint64(len(keys)) }, 10*time.Second, time.Millisecond)
+	from, fromCalls := s.Stats(), calls.N()
+	require.Eventually(t, func() bool { return s.Stats().Ticks >= from.Ticks+3 }, 10*time.Second, time.Millisecond)
+	st, sent := s.Stats(), calls.N()-fromCalls
 	require.Zero(t, st.Errors)
 	require.Zero(t, st.Lost)
-	// Four slots: four round trips per round (a round may be in flight at
-	// either snapshot).
-	require.InDelta(t, 4*(st.Rounds-from.Rounds), st.RoundTrips-from.RoundTrips, 4)
+	// Three masters: three round trips per tick; four slots: four script
+	// calls (a round may be in flight at either snapshot).
+	ticks := st.Ticks - from.Ticks
+	require.InDelta(t, 3*ticks, st.RoundTrips-from.RoundTrips, 3)
+	require.InDelta(t, 4*ticks, sent, 4)
 	for _, k := range keys {
 		ttl, err := cc.PTTL(context.Background(), k).Result()
 		require.NoError(t, err)
