@@ -26,7 +26,6 @@ type loop struct {
 	nextTick time.Time // the next full round
 	retry    []*Lease  // leases whose last round failed, resent at retryAt
 	retryAt  time.Time
-	seq      uint64 // rounds started
 }
 
 // node is one server's renewal state.
@@ -36,6 +35,7 @@ type node struct {
 	inFlight *round
 	pending  []*Lease // sent as soon as the round in flight ends
 	pendTick *tick    // the tick pending belongs to, if any
+	ticked   *tick    // the last tick that had leases for it
 }
 
 // tick is one full round over every registered lease, for Stats.
@@ -56,7 +56,7 @@ func newLoop(s *Scheduler) *loop {
 func (lp *loop) run() {
 	s := lp.s
 	defer s.wg.Done()
-	timer := time.NewTimer(s.interval)
+	timer := time.NewTimer(0) // a first lease may have run out already
 	defer timer.Stop()
 	for {
 		select {
@@ -195,8 +195,15 @@ func (lp *loop) tick(now time.Time) {
 		s.stats.Rounds++
 	}
 	s.mu.Unlock()
-	if len(all) > 0 {
-		lp.dispatch(all, &tick{start: now}, now)
+	if len(all) == 0 {
+		return
+	}
+	t := &tick{start: now}
+	lp.dispatch(all, t, now)
+	for id, n := range lp.nodes { // forget nodes that serve none of them
+		if n.ticked != t && n.inFlight == nil && len(n.pending) == 0 {
+			delete(lp.nodes, id)
+		}
 	}
 }
 
@@ -235,6 +242,7 @@ func (lp *loop) dispatch(leases []*Lease, t *tick, now time.Time) {
 		}
 		if t != nil {
 			t.open++
+			n.ticked = t
 		}
 		switch {
 		case n.inFlight == nil:
@@ -257,11 +265,11 @@ func (lp *loop) dispatch(leases []*Lease, t *tick, now time.Time) {
 // outcome on lp.results.
 func (lp *loop) start(n *node, leases []*Lease, t *tick, now time.Time) {
 	s := lp.s
-	lp.seq++
+	s.seq++
 	once := leases[:0]
 	for _, l := range leases {
-		if l.mark != lp.seq {
-			l.mark = lp.seq
+		if l.mark != s.seq {
+			l.mark = s.seq
 			once = append(once, l)
 		}
 	}
@@ -336,7 +344,11 @@ func (lp *loop) apply(r *round) {
 	s.stats.Lost += uint64(len(lost))
 	s.mu.Unlock()
 	if len(failed) > 0 {
-		err := fmt.Errorf("renewal on %s: %w", r.node.id, r.err)
+		cause := r.err
+		if cause == nil { // cannot happen: every failed batch records its error
+			cause = rlock.ErrUnexpectedReply
+		}
+		err := fmt.Errorf("renewal on %s: %w", r.node.id, cause)
 		if r.timedOut { // retried already: keep the real error
 			for _, l := range failed {
 				l.lastErr = err

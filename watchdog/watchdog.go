@@ -3,57 +3,63 @@
 //
 // A lock taken without an explicit lease gets the watchdog lease (30 s by
 // default) and is registered with the scheduler. Every interval (lease/3 by
-// default, a tick) the scheduler renews every registered lock.
+// default: a tick) the scheduler renews every registered lock.
 //
-// # One round trip per node per tick
+// # One round trip per node per tick, nodes concurrently
 //
 // A tick groups the registered locks by the server that holds them: the
 // master of each key's hash slot on a *redis.ClusterClient (MasterForKey),
 // the shard of each key on a *redis.Ring, the one server otherwise. Each
-// node's locks go out in one pipeline, on that node's own client: script
+// node's locks go out in one pipeline on that node's own client: script
 // calls of up to 100 keys each (WithBatchSize; one hash slot per call on a
-// cluster), all written at once, all answered in one round trip. The nodes
-// are renewed concurrently, one goroutine per node with a round in flight,
-// so a slow or frozen node delays no other node's renewals.
+// cluster, as Redis requires), written at once and answered in one round
+// trip. The nodes are renewed concurrently, one goroutine per node with a
+// round in flight, so a slow or frozen node delays no other node's
+// renewals.
 //
-// A node's round is bounded by the interval: a round that has not answered
-// by then counts as failed (its outcome is unknown) and its locks are
-// retried, but no second round is ever sent to the same node while one is
-// in flight, so nothing piles up behind a frozen node: its next round
-// starts as soon as the one in flight returns (go-redis does not apply a
-// context deadline to a read unless ContextTimeoutEnabled is set, so a
-// frozen node holds a round for its ReadTimeout). A tick that comes due
-// while a node's round is in flight is not skipped: that node's next round
-// starts the moment the previous one ends.
+// The scheduler waits for a node's round for one interval. A round not
+// answered by then counts as timed out: its outcome is unknown, so its
+// locks count as failed and are retried (and a late reply is still used).
+// No second round is ever sent to a node while one is in flight, so
+// nothing piles up behind a frozen node (go-redis does not apply a context
+// deadline to a read unless ContextTimeoutEnabled is set, so a frozen node
+// holds a round for its ReadTimeout, times its retries). A tick that comes
+// due while a node's round is in flight is not skipped: that node's next
+// round starts the moment the previous one ends, so a slow node is renewed
+// as often as it can answer, not every other interval.
 //
-// Scripts in a pipeline have no NOSCRIPT fallback of their own: the batches
-// a server answers NOSCRIPT (a fresh, restarted or promoted server) are sent
-// again as EVAL in a second pipeline, which also caches the script there.
-// On a cluster, a batch answered MOVED or ASK (a slot that moved) is sent
-// again through the ClusterClient, which follows the redirection; any
-// failure also makes the ClusterClient reload its slot map, so renewal
-// follows a failover within the retry interval. A client that cannot
-// pipeline (any other redis.Scripter) gets one Script.Run call per batch.
+// Scripts in a pipeline have no NOSCRIPT fallback of their own: the first
+// call of every pipeline is an EVAL, which caches the script for the
+// EVALSHAs behind it, so a fresh, restarted or promoted server costs no
+// extra round trip (should NOSCRIPT still come back, those calls are sent
+// again in a second pipeline). On a cluster, a call answered MOVED or ASK
+// (a slot that moved) is sent again through the ClusterClient, which
+// follows the redirection, and any failure or timeout makes the
+// ClusterClient reload its slot map, so renewal follows a failover within
+// the retry interval. A client that cannot pipeline (any other
+// redis.Scripter) gets one Script.Run call per batch.
 //
-// The scheduler's own work per tick grows with the locks renewed, not with
-// time: the locks are kept in a heap ordered by when their lease certainly
-// runs out, and its timer wakes only for the next tick, a retry, a round's
-// bound, or the earliest such expiry. There is no goroutine or timer per
-// lock; the scheduler's goroutines exist only while something is
-// registered.
+// The scheduler's own work per tick grows with the locks it renews, not with
+// its wake-ups: a renewed lock is moved, in O(1), to the cohort of locks
+// whose lease the same round extended; cohorts sit in a heap by when they
+// run out, and the timer wakes only for the next tick, a retry, a round's
+// bound, or the first cohort to run out, never to scan every lock. There is
+// no goroutine or timer per lock; the scheduler's goroutines exist only
+// while something is registered or a round is in flight.
 //
 // # Loss
 //
 // Loss is reported, never swallowed, with its cause. A lock found not held
 // at renewal (expired, force-unlocked, Redis restarted or failed over) is
-// reported to its holder at once. A renewal that fails (timeout, connection
-// refused, no reply within the bound, ...) is retried every retry interval
-// until the lease has certainly run out, counted from the moment the last
-// successful renewal was sent; then the lock is reported lost, with the
-// last error, even if a renewal is still in flight. A lease that runs out
-// before any renewal round could reach its node (added while the node's
-// round was stuck) is reported as such. Every report wraps
-// rlock.ErrLockLost.
+// reported to its holder at once ("no longer held by this owner at
+// renewal"). A renewal that fails (an error, or no reply within the
+// interval) is retried every retry interval until the lease has certainly
+// run out, counted from the moment the last successful renewal was sent;
+// then the lock is reported lost even if a renewal is still in flight
+// ("ran out while renewal failed: " and the last error). A lease that runs
+// out before any renewal could reach its node (added while the node's
+// round was stuck) says so ("ran out before a renewal could reach" the
+// node). Every report wraps rlock.ErrLockLost.
 package watchdog
 
 import (
@@ -149,6 +155,8 @@ type Scheduler struct {
 	closed  bool
 	wg      sync.WaitGroup
 	stats   Stats
+
+	seq uint64 // node rounds started; owned by the loop goroutine
 }
 
 // Lease is one lock's registration with the scheduler.
