@@ -36,6 +36,7 @@ type node struct {
 	pending  []*Lease // sent as soon as the round in flight ends
 	pendTick *tick    // the tick pending belongs to, if any
 	ticked   *tick    // the last tick that had leases for it
+	scripted bool     // the node answered the last round: it has the script
 }
 
 // tick is one full round over every registered lease, for Stats.
@@ -273,7 +274,7 @@ func (lp *loop) start(n *node, leases []*Lease, t *tick, now time.Time) {
 			once = append(once, l)
 		}
 	}
-	r := &round{node: n, target: n.target, leases: once, tick: t, started: now, deadline: now.Add(s.interval)}
+	r := &round{node: n, target: n.target, leases: once, tick: t, started: now, deadline: now.Add(s.interval), eval: !n.scripted}
 	n.inFlight = r
 	lp.busy++
 	s.wg.Add(1)
@@ -296,6 +297,7 @@ func (lp *loop) start(n *node, leases []*Lease, t *tick, now time.Time) {
 func (lp *loop) finish(r *round, now time.Time) {
 	n := r.node
 	n.inFlight = nil
+	n.scripted = r.answered
 	lp.busy--
 	lp.apply(r)
 	if r.tick != nil {

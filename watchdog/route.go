@@ -179,13 +179,15 @@ type round struct {
 	started  time.Time
 	deadline time.Time // started + interval: then it counts as failed
 	timedOut bool      // the loop gave up waiting (loop only)
+	eval     bool      // send the first call as EVAL: the node may lack the script
 
 	// Written by the round's goroutine, read by the loop once received.
-	order []*Lease  // the leases, in the order of held
-	held  []int8    // per lease: 1 renewed, 0 not held, -1 failed
-	err   error     // why the failed ones failed
-	sent  time.Time // when the first request was sent
-	trips int       // requests sent
+	order    []*Lease  // the leases, in the order of held
+	held     []int8    // per lease: 1 renewed, 0 not held, -1 failed
+	err      error     // why the failed ones failed
+	sent     time.Time // when the first request was sent
+	trips    int       // requests sent
+	answered bool      // some call got a reply (the node has the script now)
 }
 
 // batch is one script call: order[lo:hi].
@@ -262,21 +264,24 @@ func (r *round) oneByOne(ctx context.Context, bs []batch, leaseArg string) {
 	}
 }
 
-// pipelined sends every batch in one pipeline; then, should the server
-// still answer NOSCRIPT, those batches again in a second one, the first as
+// pipelined sends every batch in one pipeline; then, if the server
+// answered NOSCRIPT, those batches again in a second one, the first as
 // EVAL; then, one by one through the ClusterClient, the batches of slots
 // that moved.
 func (r *round) pipelined(ctx context.Context, bs []batch, leaseArg string) {
 	t := r.target
 	cmds := make([]*redis.Cmd, len(bs))
 	pipe := t.pipe()
-	// The first as EVAL, which caches the script for the others (a server
-	// runs a pipeline in order): a fresh, restarted or promoted server
-	// costs no second round trip.
-	keys, args := r.keysArgs(bs[0], leaseArg)
-	cmds[0] = scripts.Renew.Eval(ctx, pipe, keys, args...)
-	for i, b := range bs[1:] {
-		cmds[i+1] = pipe.Do(ctx, r.evalSha(b, leaseArg)...)
+	for i, b := range bs {
+		if i == 0 && r.eval {
+			// EVAL caches the script for the EVALSHAs behind it (a
+			// server runs a pipeline in order): a new node costs no
+			// second round trip.
+			keys, args := r.keysArgs(b, leaseArg)
+			cmds[i] = scripts.Renew.Eval(ctx, pipe, keys, args...)
+		} else {
+			cmds[i] = pipe.Do(ctx, r.evalSha(b, leaseArg)...)
+		}
 	}
 	_, _ = pipe.Exec(ctx)
 	r.trips++
@@ -287,7 +292,7 @@ func (r *round) pipelined(ctx context.Context, bs []batch, leaseArg string) {
 			again = append(again, i)
 		}
 	}
-	if len(again) > 0 && ctx.Err() == nil { // the script cache was flushed meanwhile
+	if len(again) > 0 && ctx.Err() == nil { // a restarted or flushed server
 		pipe = t.pipe()
 		keys, args := r.keysArgs(bs[again[0]], leaseArg)
 		cmds[again[0]] = scripts.Renew.Eval(ctx, pipe, keys, args...)
@@ -323,6 +328,7 @@ func (r *round) record(b batch, res []int64, err error) {
 		}
 		return
 	}
+	r.answered = true
 	for i, v := range res {
 		r.held[b.lo+i] = 0
 		if v == 1 {

@@ -29,10 +29,11 @@
 // as often as it can answer, not every other interval.
 //
 // Scripts in a pipeline have no NOSCRIPT fallback of their own: the first
-// call of every pipeline is an EVAL, which caches the script for the
-// EVALSHAs behind it, so a fresh, restarted or promoted server costs no
-// extra round trip (should NOSCRIPT still come back, those calls are sent
-// again in a second pipeline). On a cluster, a call answered MOVED or ASK
+// call of the first pipeline to a node (or after a round it did not
+// answer) is an EVAL, which caches the script for the EVALSHAs behind it,
+// so a new or promoted node costs no extra round trip; the calls a server
+// answers NOSCRIPT (restarted, SCRIPT FLUSH) are sent again in a second
+// pipeline, the first of them as EVAL. On a cluster, a call answered MOVED or ASK
 // (a slot that moved) is sent again through the ClusterClient, which
 // follows the redirection, and any failure or timeout makes the
 // ClusterClient reload its slot map, so renewal follows a failover within
