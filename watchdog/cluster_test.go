@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -133,4 +134,74 @@ func TestClusterRenewalSurvivesFailover(t *testing.T) {
 	}
 	require.Len(t, lost, 0, "nothing else was reported lost")
 	require.Equal(t, 3, s.Stats().Registered)
+}
+
+// migrateSlot moves slot and its keys from src to dst, the way redis-cli
+// --cluster reshard does.
+func migrateSlot(t *testing.T, c *redistest.Cluster, slot int, src, dst *redistest.Server) {
+	t.Helper()
+	ctx := context.Background()
+	sc, dc := src.NewClient(t), dst.NewClient(t)
+	srcID, err := sc.Do(ctx, "CLUSTER", "MYID").Text()
+	require.NoError(t, err)
+	dstID, err := dc.Do(ctx, "CLUSTER", "MYID").Text()
+	require.NoError(t, err)
+	require.NoError(t, dc.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err())
+	require.NoError(t, sc.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID).Err())
+	keys, err := sc.ClusterGetKeysInSlot(ctx, slot, 1000).Result()
+	require.NoError(t, err)
+	host, port, err := net.SplitHostPort(dst.Addr())
+	require.NoError(t, err)
+	args := []any{"MIGRATE", host, port, "", 0, 5000, "KEYS"}
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	require.NoError(t, sc.Do(ctx, args...).Err())
+	for _, m := range c.Masters(t) {
+		require.NoError(t, m.NewClient(t).Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err())
+	}
+}
+
+// A slot moves to another master while its locks are renewed: the renewal
+// pipeline, sent straight to the old master, is answered MOVED; those calls
+// go again through the ClusterClient, which follows the redirection, and
+// the locks are renewed all along.
+func TestClusterRenewalFollowsSlotMigration(t *testing.T) {
+	c := redistest.StartCluster(t)
+	cc := c.NewClient(t)
+	ctx := context.Background()
+	const lease = 3 * time.Second
+	s := newScheduler(t, cc, watchdog.WithLease(lease), watchdog.WithInterval(200*time.Millisecond))
+	masters := c.Masters(t)
+	src, dst := masters[0], masters[1]
+	slot := c.SlotRanges(t, src)[0][0]
+	base := redistest.Name(t)
+	var keys []string
+	for i := range 5 {
+		keys = append(keys, redistest.KeyInSlot(fmt.Sprintf("%s-%d", base, i), slot))
+	}
+	lost := make(chan string, len(keys))
+	for _, k := range keys {
+		holdOn(t, cc, k, "c:1", lease)
+		s.Add(k, "c:1", time.Now(), func(err error) { lost <- k + ": " + err.Error() })
+	}
+	require.Eventually(t, func() bool { return s.Stats().Renewed >= uint64(len(keys)) }, 10*time.Second, time.Millisecond)
+
+	migrateSlot(t, c, slot, src, dst)
+	moved := time.Now()
+	dc := dst.NewClient(t)
+	// Two leases after the move, the keys are on dst and still renewed.
+	for time.Since(moved) < 2*lease {
+		select {
+		case msg := <-lost:
+			t.Fatalf("lost after the slot moved: %s", msg)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	for _, k := range keys {
+		ttl, err := dc.PTTL(ctx, k).Result()
+		require.NoError(t, err)
+		require.Greater(t, ttl, lease-time.Second, "%s renewed on the new master", k)
+	}
+	require.Zero(t, s.Stats().Lost)
 }
