@@ -291,10 +291,11 @@ func (l *Lease) Stop() {
 	s.mu.Unlock()
 }
 
-// Close stops all renewal and waits for the scheduler's goroutines to exit;
-// a renewal in flight is abandoned (its go-redis call may still take up to
-// the client's ReadTimeout to return). Registered locks are not reported
-// lost; they expire within one lease unless released. Close is idempotent.
+// Close stops all renewal and waits for the scheduler's goroutines to exit.
+// A renewal in flight is cancelled, but go-redis may hold it until the
+// client's ReadTimeout on a frozen server, and Close waits for it.
+// Registered locks are not reported lost; they expire within one lease
+// unless released. Close is idempotent.
 func (s *Scheduler) Close() {
 	s.mu.Lock()
 	if !s.closed {
