@@ -84,19 +84,21 @@ func (h *cohortHeap) Pop() any {
 
 // The methods below are called with s.mu held.
 
-// register adds l, which runs out at expires, and reports whether it now
-// runs out first.
+// register adds l, which runs out at expires, and reports whether the
+// first expiry is now earlier than before (the loop's timer may be late).
 func (s *Scheduler) register(l *Lease, expires time.Time) bool {
 	c := s.lastAdd
+	earlier := false
 	if c == nil || c.idx < 0 || expires.Before(c.expires) || expires.Sub(c.expires) > addMerge {
 		c = newCohort(expires)
 		heap.Push(&s.cohorts, c)
 		s.lastAdd = c
+		earlier = c.idx == 0
 	}
 	l.pos = len(s.all)
 	s.all = append(s.all, l)
 	c.link(l)
-	return c.idx == 0
+	return earlier
 }
 
 // unregister removes l.

@@ -263,13 +263,13 @@ func (s *Scheduler) Add(key, field string, sent time.Time, lost func(error)) *Le
 		lost(fmt.Errorf("%w: %w", rlock.ErrLockLost, rlock.ErrClosed))
 		return l
 	}
-	first := s.register(l, sent.Add(s.lease))
+	earlier := s.register(l, sent.Add(s.lease))
 	switch {
 	case !s.running:
 		s.running = true
 		s.wg.Add(1)
 		go newLoop(s).run()
-	case first: // the loop's timer may be set later
+	case earlier: // the loop's timer may be set later
 		select {
 		case s.wake <- struct{}{}:
 		default:
