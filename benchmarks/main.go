@@ -41,6 +41,7 @@ type options struct {
 	section       time.Duration
 	parallel      int
 	watchdogLocks int
+	clusterLocks  int
 	watchdogLease time.Duration
 	waiters       int
 	waiterLocks   int
@@ -52,13 +53,14 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.scenarios, "scenarios", "1,2,3,4,5,6,7", "comma-separated scenarios to run")
+	flag.StringVar(&o.scenarios, "scenarios", "1,2,3,4,5,6,6c,7", "comma-separated scenarios to run")
 	flag.DurationVar(&o.duration, "duration", 2*time.Second, "measuring time per contender, scenario and round")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds: every round runs every contender of every scenario once, in a rotating order")
 	flag.DurationVar(&o.section, "section", time.Millisecond, "critical section of the contended scenarios (busy work)")
 	flag.IntVar(&o.parallel, "parallel", 64, "goroutines (each on its own key) of scenario 2")
 	flag.IntVar(&o.watchdogLocks, "watchdog-locks", 10000, "locks held at once in scenario 6")
-	flag.DurationVar(&o.watchdogLease, "watchdog-lease", 3*time.Second, "watchdog lease of scenario 6, renewed every third of it")
+	flag.IntVar(&o.clusterLocks, "cluster-locks", 100000, "locks held at once in scenario 6c (3+3 cluster)")
+	flag.DurationVar(&o.watchdogLease, "watchdog-lease", 3*time.Second, "watchdog lease of scenarios 6 and 6c, renewed every third of it")
 	flag.IntVar(&o.waiters, "waiters", 10000, "blocked Lock calls in scenario 7")
 	flag.IntVar(&o.waiterLocks, "waiter-locks", 1000, "locks the waiters of scenario 7 wait for")
 	flag.StringVar(&o.out, "out", "results", "directory for the JSON, markdown and SVG files (empty: none)")
@@ -150,10 +152,10 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		}
 	}
 	if len(want) > 0 || len(scs) == 0 {
-		return fmt.Errorf("-scenarios %q: choose from 1-7", o.scenarios)
+		return fmt.Errorf("-scenarios %q: choose from 1-7 and 6c", o.scenarios)
 	}
-	if o.rounds < 1 || o.duration <= 0 || o.parallel < 1 || o.watchdogLocks < 1 || o.waiters < 1 || o.waiterLocks < 1 || o.watchdogLease < 3*time.Millisecond {
-		return errors.New("-rounds, -duration, -parallel, -watchdog-locks, -waiters and -waiter-locks must be positive, -watchdog-lease at least 3ms")
+	if o.rounds < 1 || o.duration <= 0 || o.parallel < 1 || o.watchdogLocks < 1 || o.clusterLocks < 1 || o.waiters < 1 || o.waiterLocks < 1 || o.watchdogLease < 3*time.Millisecond {
+		return errors.New("-rounds, -duration, -parallel, -watchdog-locks, -cluster-locks, -waiters and -waiter-locks must be positive, -watchdog-lease at least 3ms")
 	}
 
 	mini := o.mini
@@ -179,6 +181,23 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	b := &bench{
 		nodes: nodes, mini: mini, duration: o.duration, section: o.section, parallel: o.parallel,
 		watchdogLocks: o.watchdogLocks, watchdogLease: o.watchdogLease, waiters: o.waiters, waiterLocks: o.waiterLocks,
+		clusterLocks: o.clusterLocks,
+	}
+	clusterNote := ""
+	for _, sc := range scs {
+		if !sc.cluster {
+			continue
+		}
+		if mini {
+			clusterNote = "needs redis-server and redis-cli (a 3+3 cluster); not run on miniredis"
+			break
+		}
+		if b.cluster, err = startCluster(ctx); err != nil {
+			clusterNote = "the 3+3 cluster did not start: " + err.Error()
+			fmt.Fprintln(stderr, "benchmarks: NOTE:", clusterNote)
+		}
+		defer b.cluster.stop()
+		break
 	}
 	rep := &report{
 		Time:    began.UTC(),
@@ -187,7 +206,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		Settings: map[string]string{
 			"duration": o.duration.String(), "rounds": fmt.Sprint(o.rounds), "section": o.section.String(),
 			"parallel": fmt.Sprint(o.parallel), "watchdog_locks": fmt.Sprint(o.watchdogLocks), "watchdog_lease": o.watchdogLease.String(),
-			"waiters": fmt.Sprint(o.waiters), "waiter_locks": fmt.Sprint(o.waiterLocks), "note": note,
+			"waiters": fmt.Sprint(o.waiters), "waiter_locks": fmt.Sprint(o.waiterLocks), "cluster_locks": fmt.Sprint(o.clusterLocks), "note": note,
 		},
 		Skipped: map[string]string{},
 		Titles:  map[string]string{"rtt": "One Redis round trip (PING)"},
@@ -204,7 +223,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	for round := range o.rounds {
 		var steps []step
 		for _, sc := range scs {
-			if sc.once && round != o.rounds-1 {
+			if sc.once && round != o.rounds-1 || sc.cluster && b.cluster == nil {
 				continue
 			}
 			cs := filter(sc.contenders(b), o.only, mini)
@@ -222,12 +241,15 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		rep.Titles[sc.id] = sc.title
 		rep.Order = append(rep.Order, sc.id)
 		for _, c := range sc.contenders(b) {
-			if mini && c.realOnly != "" && sc.id != "6" && sc.id != "7" {
+			if mini && c.realOnly != "" && !sc.once {
 				rep.Skipped[sc.id] = "skipped on miniredis: " + c.realOnly
 			}
 		}
 		if len(filter(sc.contenders(b), o.only, mini)) == 0 {
 			rep.Skipped[sc.id] = "no contender for this scenario yet"
+		}
+		if sc.cluster && b.cluster == nil {
+			rep.Skipped[sc.id] = clusterNote
 		}
 	}
 

@@ -33,8 +33,8 @@ func smoke(t *testing.T, mini bool) {
 		lease = 3 * time.Second
 	}
 	o := options{
-		scenarios: "1,2,3,4,5,6,7", duration: 30 * time.Millisecond, rounds: 2, section: time.Millisecond,
-		parallel: 4, watchdogLocks: 150, watchdogLease: lease, waiters: 60, waiterLocks: 6,
+		scenarios: "1,2,3,4,5,6,6c,7", duration: 30 * time.Millisecond, rounds: 2, section: time.Millisecond,
+		parallel: 4, watchdogLocks: 150, clusterLocks: 300, watchdogLease: lease, waiters: 60, waiterLocks: 6,
 		out: out, mini: mini,
 	}
 	var stdout bytes.Buffer
@@ -47,9 +47,13 @@ func smoke(t *testing.T, mini bool) {
 			t.Errorf("the table lacks %q:\n%s", want, table)
 		}
 	}
+	if !mini && !strings.Contains(table, "### 6c.") {
+		t.Errorf("the table lacks scenario 6c:\n%s", table)
+	}
 	if !mini && !strings.Contains(table, "| rueidislock (") {
 		t.Errorf("the table lacks rueidislock:\n%s", table)
 	}
+
 	if strings.Contains(table, "VIOLATED") {
 		t.Errorf("mutual exclusion violated:\n%s", table)
 	}
@@ -79,6 +83,14 @@ func smoke(t *testing.T, mini bool) {
 			t.Logf("%s in scenario %s: %d errors, first: %s", r.Contender, r.Scenario, r.Errors, r.FirstError)
 		case r.Scenario != "rtt" && r.Ops == 0:
 			t.Errorf("%s in scenario %s: no operation completed", r.Contender, r.Scenario)
+		}
+		if r.Figures["lost"] > 0 {
+			t.Errorf("scenario %s: the watchdog lost %v locks", r.Scenario, r.Figures["lost"])
+		}
+		// 300 locks in as many slots: one round trip per master, not per
+		// slot (that would be about 100 per 100 renewals).
+		if r.Scenario == "6c" && r.Figures["round_trips_per_100_renewals"] > 5 {
+			t.Errorf("scenario 6c: %v renewal round trips per 100 renewals", r.Figures["round_trips_per_100_renewals"])
 		}
 	}
 	svg, err := os.ReadFile(filepath.Join(out, "chart-"+tag+".svg"))

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/rlock-go/rlock/reentrant"
 	"github.com/rlock-go/rlock/watchdog"
@@ -24,9 +27,12 @@ type bench struct {
 	parallel int           // goroutines (and keys) of scenario 2
 
 	watchdogLocks int           // scenario 6
-	watchdogLease time.Duration // scenario 6, renewed every third of it
+	watchdogLease time.Duration // scenarios 6 and 6c, renewed every third of it
 	waiters       int           // scenario 7
 	waiterLocks   int           // scenario 7
+
+	cluster      *cluster // scenario 6c; nil when not run
+	clusterLocks int      // scenario 6c
 }
 
 // scenario is one row group of the comparison.
@@ -35,7 +41,8 @@ type scenario struct {
 	title      string
 	contenders func(b *bench) []contender
 	run        func(ctx context.Context, b *bench, id string, c contender) *result
-	once       bool // run once, after the interleaved rounds (scenarios 6, 7)
+	once       bool // run once, after the interleaved rounds (scenarios 6, 6c, 7)
+	cluster    bool // needs the 3+3 cluster (redis-server and redis-cli)
 }
 
 func scenarios() []scenario {
@@ -46,6 +53,7 @@ func scenarios() []scenario {
 		{id: "4", title: "Fair lock handoff, FIFO check", contenders: fairOnly, run: runContended},
 		{id: "5", title: "RedLock on 5 nodes vs single node, uncontended", contenders: multiNode, run: runUncontended},
 		{id: "6", title: "Watchdog at scale (rlock)", contenders: rlockOnly, run: runWatchdogScale, once: true},
+		{id: "6c", title: "Watchdog at scale on a 3-master cluster with replicas (rlock)", contenders: rlockOnly, run: runWatchdogCluster, once: true, cluster: true},
 		{id: "7", title: "Waiters at scale (rlock)", contenders: rlockOnly, run: runWaitersScale, once: true},
 	}
 }
@@ -475,8 +483,8 @@ func heapInUse() uint64 {
 
 // runWatchdogScale: b.watchdogLocks locks held at once through one client in
 // watchdog mode (lease b.watchdogLease, 3 s by default, renewed every
-// third of it, a tick): renewal round trips per tick over three ticks,
-// goroutines and heap (scenario 6).
+// third of it, a tick): renewal round trips per tick over three ticks, tick
+// duration, goroutines and heap (scenario 6).
 func runWatchdogScale(ctx context.Context, b *bench, _ string, c contender) *result {
 	r := newResult("6", c, 1)
 	r.Commands = -1
@@ -489,24 +497,66 @@ func runWatchdogScale(ctx context.Context, b *bench, _ string, c contender) *res
 		return r
 	}
 	defer func() { r.fail(p.close()) }()
+	w := watchdogRun{c: p.c, n: n, servers: b.nodes[:1]}
+	w.run(ctx, r, func() {
+		r.Figures["goroutines_added"] = float64(runtime.NumGoroutine() - g0)
+		r.Figures["heap_bytes_per_lock"] = (float64(heapInUse()) - float64(h0)) / float64(n)
+	})
+	return r
+}
 
-	locks := make([]*reentrant.Lock, n)
+// runWatchdogCluster: scenario 6 on a Redis Cluster of three masters with a
+// replica each, through a ClusterClient: b.clusterLocks locks (100,000 by
+// default) spread over every slot (scenario 6c).
+func runWatchdogCluster(ctx context.Context, b *bench, _ string, c contender) *result {
+	r := newResult("6c", c, len(b.cluster.nodes))
+	r.Commands = -1
+	masters, err := b.cluster.masters(ctx)
+	if err != nil {
+		r.fail(err)
+		return r
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs(b.cluster.nodes)})
+	defer cc.Close()
+	cl, err := reentrant.NewClient(cc, reentrant.WithWatchdog(watchdog.WithLease(b.watchdogLease), watchdog.WithInterval(b.watchdogLease/3)))
+	if err != nil {
+		r.fail(err)
+		return r
+	}
+	defer func() { r.fail(cl.Close()) }()
+	w := watchdogRun{c: cl, n: b.clusterLocks, servers: masters}
+	w.run(ctx, r, func() { r.Figures["masters"] = float64(len(masters)) })
+	return r
+}
+
+// watchdogRun takes n locks through c in watchdog mode, watches three
+// ticks and releases them.
+type watchdogRun struct {
+	c       *reentrant.Client
+	n       int
+	servers []*node // where to count commands
+}
+
+func (w watchdogRun) run(ctx context.Context, r *result, more func()) {
+	scenario := r.Scenario
+	locks := make([]*reentrant.Lock, w.n)
 	for i := range locks {
-		if locks[i], err = reentrant.New(p.c, keyName("6", fmt.Sprint(i))); err != nil {
+		var err error
+		if locks[i], err = reentrant.New(w.c, keyName(scenario, fmt.Sprint(i))); err != nil {
 			r.fail(err)
-			return r
+			return
 		}
 	}
 	// Take them all, 64 at a time.
 	start := time.Now()
-	if err := forEach(n, 64, func(i int) error { return locks[i].Lock(ctx) }); err != nil {
+	if err := forEach(w.n, 64, func(i int) error { return locks[i].Lock(ctx) }); err != nil {
 		r.fail(err)
-		return r
+		return
 	}
 	acquire := time.Since(start)
-	wd := p.c.Watchdog()
+	wd := w.c.Watchdog()
 	s0 := wd.Stats()
-	cmds := startCommands(ctx, b.nodes[:1])
+	cmds := startCommands(ctx, w.servers)
 	// Watch three renewal intervals. The window starts at any phase of the
 	// renewal schedule, so per-tick figures may include part of a fourth
 	// round; round_trips_per_100_renewals does not depend on it.
@@ -516,40 +566,43 @@ func runWatchdogScale(ctx context.Context, b *bench, _ string, c contender) *res
 	s1 := wd.Stats()
 	cmd, err := cmds.stop(ctx)
 	r.fail(err)
-	goroutines := runtime.NumGoroutine() - g0
-	heap := float64(heapInUse()) - float64(h0)
+	r.Figures = map[string]float64{}
+	more()
 	held := 0
 	for _, l := range locks {
 		if ok, err := l.IsHeld(ctx); err == nil && ok {
 			held++
 		}
 	}
-	if err := forEach(n, 64, func(i int) error { return locks[i].Unlock(ctx) }); err != nil {
+	if err := forEach(w.n, 64, func(i int) error { return locks[i].Unlock(ctx) }); err != nil {
 		r.fail(err)
 	}
 	trips := float64(s1.RoundTrips - s0.RoundTrips)
-	r.Figures = map[string]float64{
-		"locks":                        float64(n),
+	renewed := float64(s1.Renewed - s0.Renewed)
+	ended := float64(s1.Ticks - s0.Ticks)
+	maps.Copy(r.Figures, map[string]float64{
+		"locks":                        float64(w.n),
 		"held_after_ticks":             float64(held),
 		"acquire_all_seconds":          acquire.Seconds(),
 		"renewal_interval_seconds":     interval.Seconds(),
 		"ticks_observed":               ticks,
 		"renewal_rounds":               float64(s1.Rounds - s0.Rounds),
 		"renewal_round_trips_per_tick": trips / ticks,
-		"locks_renewed_per_tick":       float64(s1.Renewed-s0.Renewed) / ticks,
-		"locks_per_round_trip":         float64(s1.Renewed-s0.Renewed) / max(trips, 1),
-		"round_trips_per_100_renewals": 100 * trips / max(float64(s1.Renewed-s0.Renewed), 1),
+		"locks_renewed_per_tick":       renewed / ticks,
+		"locks_per_round_trip":         renewed / max(trips, 1),
+		"round_trips_per_100_renewals": 100 * trips / max(renewed, 1),
 		"renewal_errors":               float64(s1.Errors - s0.Errors),
+		"renewal_timeouts":             float64(s1.Timeouts - s0.Timeouts),
+		"late_node_rounds":             float64(s1.Late - s0.Late),
+		"tick_seconds_mean":            (s1.TickTime - s0.TickTime).Seconds() / max(ended, 1),
+		"tick_seconds_max_ever":        s1.MaxTickTime.Seconds(),
 		"lost":                         float64(s1.Lost - s0.Lost),
 		"server_commands_per_tick":     float64(cmd) / ticks,
-		"goroutines_added":             float64(goroutines),
-		"heap_bytes_per_lock":          heap / float64(n),
-	}
+	})
 	if cmd < 0 {
 		delete(r.Figures, "server_commands_per_tick")
 	}
-	r.Ops = int64(n)
-	return r
+	r.Ops = int64(w.n)
 }
 
 // runWaitersScale: b.waiters Lock calls blocked on b.waiterLocks locks held

@@ -40,7 +40,7 @@ func startNodes(n int, useMini bool) ([]*node, error) {
 		if useMini {
 			nd, err = startMini()
 		} else {
-			nd, err = startRedis()
+			nd, err = startRedis(nil)
 		}
 		if err != nil {
 			stopNodes(nodes)
@@ -69,7 +69,8 @@ func startMini() (*node, error) {
 
 // startRedis starts a redis-server without persistence on a free loopback
 // port, in a temporary directory, and waits until it answers as itself.
-func startRedis() (*node, error) {
+// extra, if not nil, returns more arguments for the port being tried.
+func startRedis(extra func(port int) ([]string, error)) (*node, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, err
@@ -80,15 +81,23 @@ func startRedis() (*node, error) {
 		if err != nil {
 			return nil, err
 		}
+		args := []string{
+			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", "--daemonize", "no",
+		}
+		if extra != nil {
+			more, err := extra(port)
+			if err != nil {
+				return nil, err
+			}
+			args = append(args, more...)
+		}
 		dir, err := os.MkdirTemp("", "rlock-bench-redis-")
 		if err != nil {
 			return nil, err
 		}
 		nd := &node{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir, done: make(chan struct{})}
-		nd.cmd = exec.Command(bin,
-			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--save", "", "--appendonly", "no", "--daemonize", "no",
-			"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
+		nd.cmd = exec.Command(bin, append(args, "--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))...)
 		nd.cmd.Dir = dir
 		// The server dies with the benchmark even if it is killed.
 		nd.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -155,6 +164,103 @@ func (nd *node) stop() {
 	}
 	if nd.dir != "" {
 		_ = os.RemoveAll(nd.dir)
+	}
+}
+
+// cluster is a Redis Cluster of three masters with one replica each, six
+// redis-server processes the benchmark started.
+type cluster struct {
+	nodes []*node
+}
+
+// startCluster starts six cluster-enabled servers, joins them with
+// "redis-cli --cluster create ... --cluster-replicas 1" and waits until
+// every node reports cluster_state:ok and every replica is in sync.
+func startCluster(ctx context.Context) (*cluster, error) {
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		return nil, err
+	}
+	c := &cluster{}
+	for range 6 {
+		nd, err := startRedis(func(port int) ([]string, error) {
+			bus, err := freePort()
+			if err != nil || bus == port {
+				return nil, fmt.Errorf("no free cluster bus port: %v", err)
+			}
+			return []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+				"--cluster-node-timeout", "5000", "--cluster-port", strconv.Itoa(bus),
+				"--repl-diskless-sync-delay", "0"}, nil
+		})
+		if err != nil {
+			c.stop()
+			return nil, err
+		}
+		nd.admin = redis.NewClient(&redis.Options{Addr: nd.addr})
+		c.nodes = append(c.nodes, nd)
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	args := append([]string{"--cluster", "create"}, addrs(c.nodes)...)
+	args = append(args, "--cluster-replicas", "1", "--cluster-yes")
+	if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {
+		c.stop()
+		return nil, fmt.Errorf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	for {
+		err := c.healthy(ctx)
+		if err == nil {
+			return c, nil
+		}
+		select {
+		case <-ctx.Done():
+			c.stop()
+			return nil, fmt.Errorf("the cluster did not come up: %w", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// healthy reports why the cluster is not yet usable: every node must see
+// cluster_state:ok and every replica must be in sync with its master.
+func (c *cluster) healthy(ctx context.Context) error {
+	for _, nd := range c.nodes {
+		info, err := nd.admin.ClusterInfo(ctx).Result()
+		if err != nil {
+			return err
+		}
+		if v := infoField(info, "cluster_state"); v != "ok" {
+			return fmt.Errorf("%s: cluster_state %q", nd.addr, v)
+		}
+		repl, err := nd.admin.Info(ctx, "replication").Result()
+		if err != nil {
+			return err
+		}
+		if infoField(repl, "role") == "slave" && infoField(repl, "master_link_status") != "up" {
+			return fmt.Errorf("%s: replica not in sync", nd.addr)
+		}
+	}
+	return nil
+}
+
+// masters returns the nodes that are masters now.
+func (c *cluster) masters(ctx context.Context) ([]*node, error) {
+	var out []*node
+	for _, nd := range c.nodes {
+		repl, err := nd.admin.Info(ctx, "replication").Result()
+		if err != nil {
+			return nil, err
+		}
+		if infoField(repl, "role") == "master" {
+			out = append(out, nd)
+		}
+	}
+	return out, nil
+}
+
+func (c *cluster) stop() {
+	if c != nil {
+		stopNodes(c.nodes)
 	}
 }
 

@@ -2,42 +2,79 @@
 // client, whatever the number of locks it holds.
 //
 // A lock taken without an explicit lease gets the watchdog lease (30 s by
-// default) and is registered with the scheduler. Every interval (lease/3
-// by default) the scheduler renews every registered lock, in batches of up
-// to 100 keys per round trip (grouped by hash slot on Redis Cluster), using
-// one script call per batch. There is no goroutine or timer per lock: one
-// goroutine keeps the time and one does the I/O, and both exist only while
-// something is registered.
+// default) and is registered with the scheduler. Every interval (lease/3 by
+// default: a tick) the scheduler renews every registered lock.
 //
-// Scripts are sent with Script.Run (EVALSHA, then EVAL on NOSCRIPT), one
-// call per batch, never in a pipeline, so a promoted replica's empty script
-// cache costs one extra round trip. On a *redis.ClusterClient a failed
-// renewal also makes the client reload its slot map, so renewal follows a
-// failover within the retry interval instead of failing until go-redis
-// notices on its own.
+// # One round trip per node per tick, nodes concurrently
 //
-// Loss is reported, never swallowed. A lock found not held at renewal
-// (expired, force-unlocked, Redis restarted or failed over) is reported to
-// its holder at once with an error wrapping rlock.ErrLockLost. A renewal
-// that fails (timeout, connection refused, ...) is retried every retry
-// interval until the lease has certainly run out, counted from the moment
-// the last successful renewal was sent; then the lock is reported lost,
-// even if a renewal is still in flight.
+// A tick groups the registered locks by the server that holds them: the
+// master of each key's hash slot on a *redis.ClusterClient (MasterForKey),
+// the shard of each key on a *redis.Ring, the one server otherwise. Each
+// node's locks go out in one pipeline on that node's own client: script
+// calls of up to 100 keys each (WithBatchSize; one hash slot per call on a
+// cluster, as Redis requires), written at once and answered in one round
+// trip. The nodes are renewed concurrently, one goroutine per node with a
+// round in flight, so a slow or frozen node delays no other node's
+// renewals.
+//
+// The scheduler waits for a node's round for one interval. A round not
+// answered by then counts as timed out: its outcome is unknown, so its
+// locks count as failed and are retried (and a late reply is still used).
+// No second round is ever sent to a node while one is in flight, so
+// nothing piles up behind a frozen node (go-redis does not apply a context
+// deadline to a read unless ContextTimeoutEnabled is set, so a frozen node
+// holds a round for its ReadTimeout, times its retries). A tick that comes
+// due while a node's round is in flight is not skipped: that node's next
+// round starts the moment the previous one ends, so a slow node is renewed
+// as often as it can answer, not every other interval.
+//
+// Scripts in a pipeline have no NOSCRIPT fallback of their own: the first
+// call of the first pipeline to a node (or after a round it did not
+// answer) is an EVAL, which caches the script for the EVALSHAs behind it,
+// so a new or promoted node costs no extra round trip; the calls a server
+// answers NOSCRIPT (restarted, SCRIPT FLUSH) are sent again in a second
+// pipeline, the first of them as EVAL. On a cluster, a call answered MOVED or ASK
+// (a slot that moved) is sent again through the ClusterClient, which
+// follows the redirection, and any failure or timeout makes the
+// ClusterClient reload its slot map, so renewal follows a failover within
+// the retry interval. A client that cannot pipeline (any other
+// redis.Scripter) gets one Script.Run call per batch.
+//
+// The scheduler's own work per tick grows with the locks it renews, not with
+// its wake-ups: a renewed lock is moved, in O(1), to the cohort of locks
+// whose lease the same round extended; cohorts sit in a heap by when they
+// run out, and the timer wakes only for the next tick, a retry, a round's
+// bound, or the first cohort to run out, never to scan every lock. There is
+// no goroutine or timer per lock; the scheduler's goroutines exist only
+// while something is registered or a round is in flight.
+//
+// # Loss
+//
+// Loss is reported, never swallowed, with its cause. A lock found not held
+// at renewal (expired, force-unlocked, Redis restarted or failed over) is
+// reported to its holder at once ("no longer held by this owner at
+// renewal"). A renewal that fails (an error, or no reply within the
+// interval) is retried every retry interval until the lease has certainly
+// run out, counted from the moment the last successful renewal was sent;
+// then the lock is reported lost even if a renewal is still in flight
+// ("ran out while renewal failed: " and the last error). A lease that runs
+// out before any renewal could reach its node (added while the node's
+// round was stuck) says so ("ran out before a renewal could reach" the
+// node). Every report wraps rlock.ErrLockLost.
 package watchdog
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlock-go/rlock"
-	"github.com/rlock-go/rlock/scripts"
 )
 
 // Defaults.
@@ -62,7 +99,8 @@ func WithLease(d time.Duration) Option {
 }
 
 // WithInterval sets how often every lock is renewed (default lease/3). It
-// must be positive and less than the lease.
+// must be positive and less than the lease. It also bounds how long one
+// node's renewal round is waited for before it counts as failed.
 func WithInterval(d time.Duration) Option {
 	return func(s *Scheduler) error {
 		if d <= 0 {
@@ -73,8 +111,9 @@ func WithInterval(d time.Duration) Option {
 	}
 }
 
-// WithBatchSize sets how many locks one renewal round trip carries at most
-// (default DefaultBatchSize). It must be between 1 and 10000.
+// WithBatchSize sets how many locks one renewal script call carries at most
+// (default DefaultBatchSize); a node's calls of one tick go out in one
+// pipeline. It must be between 1 and 10000.
 func WithBatchSize(n int) Option {
 	return func(s *Scheduler) error {
 		if n < 1 || n > 10000 {
@@ -97,65 +136,91 @@ func WithLogger(l *slog.Logger) Option {
 // Scheduler renews the leases of a client's held locks. Create it with New;
 // it is safe for concurrent use.
 type Scheduler struct {
-	rdb      redis.Scripter
+	route    router
 	lease    time.Duration
+	leaseArg string // the lease in milliseconds, the script's argument
 	interval time.Duration
 	retry    time.Duration
 	batch    int
-	cluster  bool
 	log      *slog.Logger
 
-	mu       sync.Mutex
-	entries  map[*Lease]struct{}
-	running  bool      // the timing goroutine exists
-	busy     bool      // a renewal round is in flight
-	failing  bool      // some renewal failed; retry at retryAt
-	retryAt  time.Time // when to retry failed renewals
-	nextTick time.Time // next full renewal round
-	wake     chan struct{}
-	closing  chan struct{}
-	closed   bool
-	wg       sync.WaitGroup
-	stats    Stats
-	idle     *sync.Cond // on mu; broadcast when a renewal is answered
+	ctx    context.Context // of every renewal; cancelled by Close
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	all     []*Lease   // every registered lease
+	cohorts cohortHeap // the leases by when they run out (see expiry.go)
+	lastAdd *cohort    // the cohort of the latest Add
+	running bool       // the loop goroutine exists
+	wake    chan struct{}
+	closing chan struct{}
+	closed  bool
+	wg      sync.WaitGroup
+	stats   Stats
+
+	seq uint64 // node rounds started; owned by the loop goroutine
+
+	idle *sync.Cond // on mu; broadcast when a round's requests are answered
 }
 
 // Lease is one lock's registration with the scheduler.
 type Lease struct {
-	s        *Scheduler
-	key      string
-	field    string
-	expires  time.Time // when the lease has certainly run out
-	failing  bool
-	lost     func(error)
-	inflight bool // a renewal of it is on its way; guarded by Scheduler.mu
+	s     *Scheduler
+	key   string
+	field string
+	slot  int // the key's hash slot, on a cluster
+	// key and field boxed once, for the renewal commands' arguments
+	keyArg, fieldArg any
+	lost             func(error)
+
+	// Guarded by s.mu.
+	pos        int       // index in s.all; -1 once no longer registered
+	base       time.Time // when the last successful renewal (or the acquire) was sent
+	c          *cohort   // runs out with it: at base + lease, or up to addMerge earlier
+	prev, next *Lease    // in c's list
+
+	// Owned by the loop goroutine.
+	inflight atomic.Int32 // rounds carrying it whose requests are not answered yet
+
+	lastErr error  // why the last renewal round failed; nil after a success
+	node    string // the node the last round was meant for
+	mark    uint64 // the last round it was put in (drops duplicates)
 }
 
 // Stats counts what a scheduler has done.
 type Stats struct {
 	Registered int    // locks registered now
-	Rounds     uint64 // renewal rounds run (full ticks and retries)
-	RoundTrips uint64 // renewal script calls sent
+	Rounds     uint64 // renewal rounds dispatched (ticks and retries)
+	RoundTrips uint64 // renewal requests: one pipeline per node per round, plus fallbacks (NOSCRIPT, redirects), or one per batch where the client cannot pipeline
 	Renewed    uint64 // leases renewed
 	Lost       uint64 // losses reported
-	Errors     uint64 // failed renewal calls
+	Errors     uint64 // node rounds that failed with an error
+	Timeouts   uint64 // node rounds not answered within the interval (retried; their reply is still used if it comes before the lease runs out)
+
+	// Late counts node rounds of a tick that had to wait for that node's
+	// previous round to end; they start the moment it does.
+	Late uint64
+	// Ticks, TickTime and MaxTickTime measure the ticks whose every node
+	// round has ended: how many, their total and their longest duration,
+	// from the tick to the last node's reply.
+	Ticks       uint64
+	TickTime    time.Duration
+	MaxTickTime time.Duration
 }
 
-// New returns a scheduler that renews through rdb. It does no I/O and
-// starts no goroutine until the first Add. It reports ErrInvalidArgument
-// for a nil rdb or a bad option.
+// New returns a scheduler that renews through rdb: a *redis.Client, a
+// *redis.ClusterClient or a *redis.Ring is renewed node by node as the
+// package doc says; any other redis.Scripter is treated as one server. New
+// does no I/O and starts no goroutine until the first Add. It reports
+// ErrInvalidArgument for a nil rdb or a bad option.
 func New(rdb redis.Scripter, opts ...Option) (*Scheduler, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: nil Redis client", rlock.ErrInvalidArgument)
 	}
-	_, cluster := rdb.(*redis.ClusterClient)
 	s := &Scheduler{
-		rdb:     rdb,
 		lease:   DefaultLease,
 		batch:   DefaultBatchSize,
-		cluster: cluster,
 		log:     slog.New(slog.DiscardHandler),
-		entries: make(map[*Lease]struct{}),
 		wake:    make(chan struct{}, 1),
 		closing: make(chan struct{}),
 	}
@@ -175,6 +240,9 @@ func New(rdb redis.Scripter, opts ...Option) (*Scheduler, error) {
 		return nil, fmt.Errorf("%w: watchdog interval %v is not less than the lease %v", rlock.ErrInvalidArgument, s.interval, s.lease)
 	}
 	s.retry = min(max(s.interval/4, time.Millisecond), time.Second)
+	s.leaseArg = strconv.FormatInt(s.lease.Milliseconds(), 10)
+	s.route = newRouter(rdb)
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil
 }
 
@@ -191,61 +259,77 @@ func (s *Scheduler) Interval() time.Duration { return s.interval }
 // registration ends with Stop, with loss, or with Close. Add after Close
 // reports lost at once with rlock.ErrClosed.
 func (s *Scheduler) Add(key, field string, sent time.Time, lost func(error)) *Lease {
-	l := &Lease{s: s, key: key, field: field, expires: sent.Add(s.lease), lost: lost}
+	l := &Lease{s: s, key: key, field: field, keyArg: key, fieldArg: field, lost: lost, pos: -1, base: sent}
+	if s.route.slotted() {
+		l.slot = rlock.Slot(key)
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		lost(fmt.Errorf("%w: %w", rlock.ErrLockLost, rlock.ErrClosed))
 		return l
 	}
-	s.entries[l] = struct{}{}
-	if !s.running {
+	earlier := s.register(l, sent.Add(s.lease))
+	switch {
+	case !s.running:
 		s.running = true
-		s.nextTick = time.Now().Add(s.interval)
-		s.wg.Add(2)
-		jobs := make(chan []*Lease)
-		go s.timeLoop(jobs)
-		go s.ioLoop(jobs)
+		s.wg.Add(1)
+		go newLoop(s).run()
+	case earlier: // the loop's timer may be set later
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
 	}
 	s.mu.Unlock()
 	return l
 }
 
 // Stop ends the registration: the lock is no longer renewed. A renewal
-// already in flight may still extend it, which is harmless when the lock
-// is being released (renewal only extends a lock still held by the same
-// owner field), but not when an explicit lease is set next: see
-// StopAndWait. Stop is idempotent.
+// already in flight may still extend it, which is harmless when the lock is
+// being released (renewal only extends a lock still held by the same owner
+// field), but not when an explicit lease is set next: see StopAndWait.
+// Stop is idempotent.
 func (l *Lease) Stop() {
 	s := l.s
 	s.mu.Lock()
-	delete(s.entries, l)
-	s.mu.Unlock()
-}
-
-// StopAndWait is Stop, then waits until a renewal of the lock already on
-// its way is answered (as long as that round trip takes), so that a
-// command the caller sends next runs after it on the server: a renewal
-// must not restore the watchdog's lease over an explicit one set next.
-func (l *Lease) StopAndWait() {
-	s := l.s
-	s.mu.Lock()
-	delete(s.entries, l)
-	for l.inflight {
-		s.idle.Wait()
+	if l.pos >= 0 {
+		s.unregister(l)
 	}
 	s.mu.Unlock()
 }
 
+// StopAndWait is Stop, then waits until every renewal of the lock already
+// on its way is answered (as long as that round trip takes), so that a
+// command the caller sends next runs after it on the server: a renewal must
+// not restore the watchdog's lease over an explicit one set next.
+func (l *Lease) StopAndWait() {
+	s := l.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l.pos >= 0 {
+		s.unregister(l)
+	}
+	for l.inflight.Load() > 0 {
+		s.idle.Wait()
+	}
+}
+
 // Close stops all renewal and waits for the scheduler's goroutines to exit.
+// A renewal in flight is cancelled, but go-redis may hold it until the
+// client's ReadTimeout on a frozen server, and Close waits for it.
 // Registered locks are not reported lost; they expire within one lease
 // unless released. Close is idempotent.
 func (s *Scheduler) Close() {
 	s.mu.Lock()
 	if !s.closed {
 		s.closed = true
-		clear(s.entries)
+		for _, l := range s.all {
+			l.pos = -1
+		}
+		s.all, s.cohorts, s.lastAdd = nil, nil, nil
 		close(s.closing)
+		s.cancel()
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
@@ -256,194 +340,6 @@ func (s *Scheduler) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.stats
-	st.Registered = len(s.entries)
+	st.Registered = len(s.all)
 	return st
-}
-
-// timeLoop decides when to renew and reports leases that ran out. It exits
-// when nothing is registered (Add starts a new one) or on Close.
-func (s *Scheduler) timeLoop(jobs chan<- []*Lease) {
-	defer s.wg.Done()
-	defer close(jobs)
-	timer := time.NewTimer(s.interval)
-	defer timer.Stop()
-	for {
-		select {
-		case <-s.closing:
-			return
-		case <-s.wake:
-		case <-timer.C:
-		}
-		now := time.Now()
-		var expired []*Lease
-		var job []*Lease
-		s.mu.Lock()
-		if len(s.entries) == 0 && !s.busy {
-			s.running = false
-			s.mu.Unlock()
-			return
-		}
-		full := !now.Before(s.nextTick)
-		if full {
-			s.nextTick = now.Add(s.interval)
-		}
-		retry := s.failing && !now.Before(s.retryAt)
-		start := !s.busy && (full || retry)
-		next := s.nextTick
-		for l := range s.entries {
-			if !now.Before(l.expires) {
-				expired = append(expired, l)
-				delete(s.entries, l)
-				continue
-			}
-			next = earliest(next, l.expires)
-			if start && (full || l.failing) {
-				job = append(job, l)
-			}
-		}
-		if start {
-			s.failing = false
-		}
-		if len(job) > 0 {
-			s.busy = true
-			s.stats.Rounds++
-		} else {
-			job = nil
-		}
-		if s.failing && !s.busy { // while busy, ioLoop wakes us when done
-			next = earliest(next, s.retryAt)
-		}
-		s.stats.Lost += uint64(len(expired))
-		s.mu.Unlock()
-
-		for _, l := range expired {
-			l.lost(fmt.Errorf("%w: lease of %q ran out while renewal failed", rlock.ErrLockLost, l.key))
-		}
-		if job != nil {
-			select {
-			case jobs <- job:
-			case <-s.closing:
-				return
-			}
-		}
-		timer.Reset(max(time.Until(next), 0))
-	}
-}
-
-func earliest(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-// ioLoop runs renewal rounds handed over by timeLoop, one at a time.
-func (s *Scheduler) ioLoop(jobs <-chan []*Lease) {
-	defer s.wg.Done()
-	for job := range jobs {
-		s.renewAll(job)
-		s.mu.Lock()
-		s.busy = false
-		s.mu.Unlock()
-		select { // let timeLoop schedule retries or exit
-		case s.wake <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// renewAll renews job in batches: per hash slot on a cluster (a script may
-// only touch one slot), then chunks of at most s.batch keys.
-func (s *Scheduler) renewAll(job []*Lease) {
-	if s.cluster {
-		slices.SortFunc(job, func(a, b *Lease) int { return rlock.Slot(a.key) - rlock.Slot(b.key) })
-	}
-	for len(job) > 0 {
-		n := min(len(job), s.batch)
-		if s.cluster {
-			slot := rlock.Slot(job[0].key)
-			n = 1
-			for n < len(job) && n < s.batch && rlock.Slot(job[n].key) == slot {
-				n++
-			}
-		}
-		s.renewBatch(job[:n])
-		job = job[n:]
-	}
-}
-
-func (s *Scheduler) renewBatch(batch []*Lease) {
-	s.mu.Lock()
-	live := make([]*Lease, 0, len(batch))
-	for _, l := range batch {
-		if _, ok := s.entries[l]; ok {
-			l.inflight = true
-			live = append(live, l)
-		}
-	}
-	s.mu.Unlock()
-	if batch = live; len(batch) == 0 {
-		return
-	}
-	keys := make([]string, len(batch))
-	args := make([]any, len(batch)+1)
-	args[0] = strconv.FormatInt(s.lease.Milliseconds(), 10)
-	for i, l := range batch {
-		keys[i] = l.key
-		args[i+1] = l.field
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.interval)
-	sent := time.Now()
-	res, err := scripts.Renew.Run(ctx, s.rdb, keys, args...).Int64Slice()
-	cancel()
-	if err != nil && s.cluster {
-		// After a failover go-redis keeps sending the slot to the dead
-		// master (connection refused) until a MOVED reply or its state
-		// reload interval (60 s by default), longer than a lease: ask it
-		// to reload the slot map now (in the background, rate-limited by
-		// go-redis), so the retry goes to the promoted replica.
-		s.rdb.(*redis.ClusterClient).ReloadState(context.Background())
-	}
-	if err == nil && len(res) != len(batch) {
-		err = fmt.Errorf("%w: renewal returned %d results for %d keys", rlock.ErrUnexpectedReply, len(res), len(batch))
-	}
-
-	var lost []*Lease
-	s.mu.Lock()
-	s.stats.RoundTrips++
-	if err != nil {
-		s.stats.Errors++
-		s.failing = true
-		s.retryAt = time.Now().Add(s.retry)
-	}
-	for i, l := range batch {
-		if _, ok := s.entries[l]; !ok {
-			continue // stopped or reported meanwhile
-		}
-		switch {
-		case err != nil:
-			l.failing = true
-		case res[i] == 1:
-			l.failing = false
-			l.expires = sent.Add(s.lease)
-			s.stats.Renewed++
-		default:
-			delete(s.entries, l)
-			lost = append(lost, l)
-		}
-	}
-	s.stats.Lost += uint64(len(lost))
-	for _, l := range batch {
-		l.inflight = false
-	}
-	s.idle.Broadcast()
-	s.mu.Unlock()
-
-	if err != nil {
-		s.log.Warn("rlock watchdog: renewal failed; retrying until the leases run out",
-			"locks", len(batch), "error", err)
-	}
-	for _, l := range lost {
-		l.lost(fmt.Errorf("%w: %q was no longer held by this owner at renewal", rlock.ErrLockLost, l.key))
-	}
 }

@@ -38,13 +38,17 @@ type lossLog chan error
 
 func (l lossLog) report(err error) { l <- err }
 
-func TestBatchesOneRoundTripPerHundredLocks(t *testing.T) {
+// A tick renews every lock in one round trip: 250 locks, 100 per script
+// call, go out as three script calls in one pipeline.
+func TestOneRoundTripPerTick(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		rdb := b.NewClient(t)
+		calls := &redistest.ScriptCalls{}
+		rdb.AddHook(calls)
 		// A long lease, renewed often: adding 250 locks on a loaded machine
 		// must not outlast it.
 		const lease, n = 5 * time.Second, 250
-		s := newScheduler(t, rdb, watchdog.WithLease(lease), watchdog.WithInterval(100*time.Millisecond))
+		s := newScheduler(t, rdb, watchdog.WithLease(lease), watchdog.WithInterval(300*time.Millisecond))
 		base := redistest.Name(t)
 		lost := make(lossLog, n)
 		for i := range n {
@@ -53,16 +57,22 @@ func TestBatchesOneRoundTripPerHundredLocks(t *testing.T) {
 			s.Add(key, "c:1", time.Now(), lost.report)
 		}
 		// Rounds may have started while locks were still being added; count
-		// from here.
-		from := s.Stats()
-		require.Eventually(t, func() bool { return s.Stats().Rounds >= from.Rounds+3 }, 10*time.Second, time.Millisecond)
-		st := s.Stats()
+		// from the first one that renewed them all.
+		require.Eventually(t, func() bool { return s.Stats().Renewed >= n }, 10*time.Second, time.Millisecond)
+		from, fromCalls := s.Stats(), calls.N()
+		require.Eventually(t, func() bool { return s.Stats().Ticks >= from.Ticks+3 }, 10*time.Second, time.Millisecond)
+		st, sent := s.Stats(), calls.N()-fromCalls
 		require.Zero(t, st.Errors)
 		require.Zero(t, st.Lost)
 		require.Equal(t, n, st.Registered)
-		// Every round renews all 250 locks in ceil(250/100) = 3 round trips;
-		// a round may be in flight at either snapshot.
-		require.InDelta(t, 3*(st.Rounds-from.Rounds), st.RoundTrips-from.RoundTrips, 3)
+		// Every round trip carries ceil(250/100) = 3 script calls; one per
+		// tick (unless a slow machine made a round time out and be
+		// retried); a round may be in flight at either snapshot.
+		trips := st.RoundTrips - from.RoundTrips
+		require.InDelta(t, 3*trips, sent, 3)
+		if st.Timeouts == from.Timeouts {
+			require.InDelta(t, st.Ticks-from.Ticks, trips, 1)
+		}
 		require.Len(t, lost, 0)
 		ttl, err := rdb.PTTL(context.Background(), base+":7").Result()
 		require.NoError(t, err)
