@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,7 +15,6 @@ import (
 
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/reentrant"
-	"github.com/rlock-go/rlock/scripts"
 	"github.com/rlock-go/rlock/watchdog"
 )
 
@@ -36,25 +37,43 @@ func (h *holdRenewal) DialHook(next redis.DialHook) redis.DialHook {
 
 func (h *holdRenewal) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		a := cmd.Args()
-		if len(a) != 6 || fmt.Sprint(a[1]) != scripts.Renew.Hash() || fmt.Sprint(a[4]) != h.lease {
+		if !h.isRenewal(cmd) || !h.first() {
 			return next(ctx, cmd)
 		}
-		first := false
-		h.once.Do(func() { first = true })
-		if !first {
-			return next(ctx, cmd)
-		}
-		close(h.inFlight)
-		<-h.letGo
-		err := next(ctx, cmd)
-		close(h.answered)
-		return err
+		return h.hold(func() error { return next(ctx, cmd) })
 	}
 }
 
+// The watchdog sends its renewals in a pipeline per node.
 func (h *holdRenewal) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if !slices.ContainsFunc(cmds, h.isRenewal) || !h.first() {
+			return next(ctx, cmds)
+		}
+		return h.hold(func() error { return next(ctx, cmds) })
+	}
+}
+
+// isRenewal reports whether cmd renews one lock with the watchdog's lease
+// (EVAL or EVALSHA of the renew script: name, body, 1, key, lease, field).
+func (h *holdRenewal) isRenewal(cmd redis.Cmder) bool {
+	a := cmd.Args()
+	name := strings.ToLower(fmt.Sprint(a[0]))
+	return len(a) == 6 && (name == "evalsha" || name == "eval") && fmt.Sprint(a[4]) == h.lease
+}
+
+func (h *holdRenewal) first() (first bool) {
+	h.once.Do(func() { first = true })
+	return first
+}
+
+// hold sends the renewal only once the test lets it go.
+func (h *holdRenewal) hold(send func() error) error {
+	close(h.inFlight)
+	<-h.letGo
+	err := send()
+	close(h.answered)
+	return err
 }
 
 // Regression (issue 12, suspicion: SetLease racing a renewal in flight).

@@ -22,7 +22,13 @@ const (
 // granted after ctx ended, or after the caller stopped waiting for it
 // (state, when the attempt runs in the background), is released again and
 // ctx's error returned.
-func (l *Lock) attemptLocked(ctx context.Context, h *hold, lease time.Duration, join bool, state *atomic.Int32) (time.Duration, error) {
+//
+// retrying says the caller (a blocking Lock) tries again after a failure:
+// an attempt whose reply was lost is then not settled but simply sent again
+// by the next attempt, which the script answers as a re-send (a grant that
+// stood is the caller's). Otherwise, or when the caller has left, it is
+// settled at once (a grant the caller was not told of is given back).
+func (l *Lock) attemptLocked(ctx context.Context, h *hold, lease time.Duration, join, retrying bool, state *atomic.Int32) (time.Duration, error) {
 	if err := h.acquire(ctx); err != nil {
 		return 0, l.ctxErr(ctx)
 	}
@@ -31,6 +37,11 @@ func (l *Lock) attemptLocked(ctx context.Context, h *hold, lease time.Duration, 
 		// Ended before anything was sent: send nothing. (A fair waiter's
 		// departure may already have run; a join now would undo it.)
 		return 0, l.ctxErr(ctx)
+	}
+	if h.unsure && h.resend && retrying {
+		// The previous attempt of this Lock call went unanswered and no
+		// other call of the owner came between: this one is its re-send.
+		h.unsure, h.resend = false, false
 	}
 	if h.count > 0 && h.ended() {
 		// The owner was told its holds were lost: start afresh, giving
@@ -51,7 +62,10 @@ func (l *Lock) attemptLocked(ctx context.Context, h *hold, lease time.Duration, 
 	if err != nil {
 		if unknownOutcome(err) {
 			h.unsure = true // the owner is entitled to h.count, as before
-			l.settleNow(ctx, h)
+			h.resend = retrying && (state == nil || state.Load() == attemptPending)
+			if !h.resend {
+				l.settleNow(ctx, h)
+			}
 		}
 		return 0, fmt.Errorf("rlock: acquiring %q: %w", l.name, err)
 	}

@@ -29,6 +29,7 @@ type hold struct {
 	count    int64
 	unsure   bool
 	settling bool          // settleNow is running
+	resend   bool          // unsure after an acquire that its Lock call sends again
 	lease    time.Duration // TTL restored by a release that leaves holds
 	watch    *watchdog.Lease
 

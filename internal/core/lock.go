@@ -147,7 +147,7 @@ func (l *Lock) lock(ctx context.Context, wait bool, lease time.Duration) error {
 	h := l.c.holdFor(l.name, field)
 	defer l.c.putHold(h)
 	if !wait {
-		ttl, err := l.attempt(ctx, h, lease, false)
+		ttl, err := l.attempt(ctx, h, lease, false, false)
 		if err == nil && ttl != acquired {
 			err = l.notObtained()
 		}
@@ -168,17 +168,17 @@ func (l *Lock) lock(ctx context.Context, wait bool, lease time.Duration) error {
 		w = l.c.hub.JoinBehind(l.channel)
 	}
 	if w == nil {
-		ttl, err = ws.retryable(l.attempt(ctx, h, lease, false))
+		ttl, err = ws.retryable(l.attempt(ctx, h, lease, false, true))
 		if err != nil || ttl == acquired {
-			return err
+			return ws.done(h, err)
 		}
 		var ok bool
 		if w, ok = l.c.hub.Join(l.channel); !ok {
-			return rlock.ErrClosed
+			return ws.done(h, rlock.ErrClosed)
 		}
 	}
 	defer w.Leave()
-	return l.waitAndRetry(ctx, w, h, lease, false, &ws, ttl, noBound)
+	return ws.done(h, l.waitAndRetry(ctx, w, h, lease, false, &ws, ttl, noBound))
 }
 
 // noBound is waitAndRetry's most for waits bounded by the TTL alone.
@@ -209,7 +209,7 @@ func (l *Lock) waitAndRetry(ctx context.Context, w *waiters.Waiter, h *hold, lea
 		case <-l.c.closing:
 			return rlock.ErrClosed
 		}
-		ttl0, err0 := l.attempt(ctx, h, lease, join)
+		ttl0, err0 := l.attempt(ctx, h, lease, join, true)
 		if woken && err0 != nil {
 			w.PassOn()
 		}
@@ -239,17 +239,17 @@ func (l *Lock) lockFair(ctx context.Context, h *hold, lease time.Duration) (err 
 		}
 	}()
 	ws := waitState{l: l}
-	ttl, err := ws.retryable(l.attempt(ctx, h, lease, true))
+	ttl, err := ws.retryable(l.attempt(ctx, h, lease, true, true))
 	if err != nil || ttl == acquired {
 		granted = err == nil
-		return err
+		return ws.done(h, err)
 	}
 	w, ok := l.c.hub.Join(l.channel + ":" + h.key.field)
 	if !ok {
-		return rlock.ErrClosed
+		return ws.done(h, rlock.ErrClosed)
 	}
 	defer w.Leave()
-	err = l.waitAndRetry(ctx, w, h, lease, true, &ws, ttl, l.cfg.QueueTimeout/3)
+	err = ws.done(h, l.waitAndRetry(ctx, w, h, lease, true, &ws, ttl, l.cfg.QueueTimeout/3))
 	granted = err == nil
 	return err
 }
@@ -322,6 +322,16 @@ func (ws *waitState) retryable(ttl time.Duration, err error) (time.Duration, err
 	return ttl, err
 }
 
+// done ends a blocking Lock call with err: when the call gives up after
+// an attempt whose reply was lost (which it would have sent again), a hold
+// that attempt may have taken is given back, in the background.
+func (ws *waitState) done(h *hold, err error) error {
+	if err != nil && unknownOutcome(ws.last) {
+		ws.l.settleSoon(h)
+	}
+	return err
+}
+
 // ctxErr is ctx's error, with the last transient error if there was one.
 func (ws *waitState) ctxErr(ctx context.Context) error {
 	l := ws.l
@@ -387,9 +397,9 @@ const acquired time.Duration = -1 << 63
 // caller and the background attempt agree through one state word on which
 // of the two happened, so a grant is never both kept and reported as
 // ctx's error (regression: TestLateGrantIsNeverLeaked).
-func (l *Lock) attempt(ctx context.Context, h *hold, lease time.Duration, join bool) (time.Duration, error) {
+func (l *Lock) attempt(ctx context.Context, h *hold, lease time.Duration, join, retrying bool) (time.Duration, error) {
 	if ctx.Done() == nil { // cannot end: no need for a goroutine
-		return l.attemptLocked(ctx, h, lease, join, nil)
+		return l.attemptLocked(ctx, h, lease, join, retrying, nil)
 	}
 	type result struct {
 		ttl time.Duration
@@ -400,7 +410,7 @@ func (l *Lock) attempt(ctx context.Context, h *hold, lease time.Duration, join b
 	l.c.retain(h)
 	run := func() {
 		defer l.c.putHold(h)
-		ttl, err := l.attemptLocked(ctx, h, lease, join, &state)
+		ttl, err := l.attemptLocked(ctx, h, lease, join, retrying, &state)
 		done <- result{ttl, err}
 	}
 	if !l.c.goBackground(run) {

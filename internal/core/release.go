@@ -211,7 +211,7 @@ func (l *Lock) settleLocked(ctx context.Context, h *hold) error {
 		return fmt.Errorf("rlock: %q: settling an earlier call whose outcome is unknown: %w", l.name, err)
 	}
 	entitled := h.count
-	h.unsure = false
+	h.unsure, h.resend = false, false
 	h.setCount(n)
 	if n == 0 && entitled > 0 {
 		h.stopRenewal(fmt.Errorf("%w: %q was no longer held", rlock.ErrLockLost, l.name))
