@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -220,7 +221,10 @@ func TestWakeUpOfFailedAttemptIsPassedOn(t *testing.T) {
 		ctx := context.Background()
 		name := redistest.Name(t)
 		// A long max-poll: waiters move only when woken or at the TTL.
-		c := newClient(t, b, reentrant.WithMaxPoll(time.Minute))
+		rdb := b.NewClient(t)
+		scriptsDone := &scriptCounter{}
+		rdb.AddHook(scriptsDone)
+		c := clientOn(t, rdb, reentrant.WithMaxPoll(time.Minute))
 		holder := newLock(t, newClient(t, b), name)
 		require.NoError(t, holder.Lock(ctx)) // a 30 s lease
 
@@ -229,7 +233,10 @@ func TestWakeUpOfFailedAttemptIsPassedOn(t *testing.T) {
 		first, second := newLock(t, c, name), newLock(t, c, name)
 		firstDone := make(chan error, 1)
 		go func() { firstDone <- first.Lock(firstCtx) }()
-		require.Eventually(t, func() bool { return c.Waiters().Waiters == 1 }, 5*time.Second, time.Millisecond)
+		// It tried, subscribed, and tried again once the subscription was
+		// confirmed: now it sleeps on the TTL.
+		require.Eventually(t, func() bool { return c.Waiters().Waiters == 1 && scriptsDone.n.Load() == 2 },
+			5*time.Second, time.Millisecond)
 		secondCtx, cancelSecond := context.WithTimeout(ctx, 10*time.Second)
 		defer cancelSecond()
 		secondDone := make(chan error, 1)
@@ -437,4 +444,24 @@ func TestLockKeepsTryingThroughTransientErrors(t *testing.T) {
 		var netErr interface{ Timeout() bool }
 		require.True(t, errors.As(err, &netErr), "the last Redis error is wrapped too: %v", err)
 	})
+}
+
+// scriptCounter is a go-redis hook that counts the script calls answered
+// without an error (a NOSCRIPT before the EVAL fallback is not counted).
+type scriptCounter struct{ n atomic.Int64 }
+
+func (h *scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if name := cmd.Name(); err == nil && (name == "evalsha" || name == "eval") {
+			h.n.Add(1)
+		}
+		return err
+	}
+}
+
+func (h *scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

@@ -85,6 +85,21 @@ func (l *Lock) attemptLocked(ctx context.Context, h *hold, lease time.Duration, 
 	if syncErr != nil || sync.Unsynced() {
 		return 0, l.undoUnreplicated(ctx, h, res[1], sync, syncErr)
 	}
+	if watchdogMode && time.Since(sent) >= lease {
+		// The reply came after the lease counted from the send: the
+		// script may have run late (a server frozen meanwhile), so the
+		// hold may still stand. Ask once rather than report it lost.
+		held, rsent, err := l.stillHeld(ctx, h, lease)
+		if err != nil {
+			h.unsure = true // the grant may stand: give it back
+			l.settleNow(ctx, h)
+			return 0, fmt.Errorf("rlock: acquiring %q: checking a grant whose reply came late: %w", l.name, err)
+		}
+		if !held {
+			return l.grantExpired(h)
+		}
+		sent = rsent
+	}
 	l.adopt(h, res[1], res[2], lease, watchdogMode, sent)
 	ttl, err := l.keepOrRelease(ctx, h, state)
 	if g := GrantFrom(ctx); g != nil && err == nil {
@@ -93,6 +108,32 @@ func (l *Lock) attemptLocked(ctx context.Context, h *hold, lease time.Duration, 
 		g.Done, g.Err = ep.done, ep.error
 	}
 	return ttl, err
+}
+
+// stillHeld renews the lease of h's owner once and reports whether the
+// owner still holds the lock, and when the renewal was sent.
+func (l *Lock) stillHeld(ctx context.Context, h *hold, lease time.Duration) (bool, time.Time, error) {
+	sent := time.Now()
+	res, err := l.c.run(context.WithoutCancel(ctx), scripts.Renew, []string{l.name},
+		lease.Milliseconds(), h.key.field).Int64Slice()
+	if err == nil && len(res) != 1 {
+		err = fmt.Errorf("%w: renew script replied %v", rlock.ErrUnexpectedReply, res)
+	}
+	return err == nil && res[0] == 1, sent, err
+}
+
+// grantExpired handles a grant whose lease ran out before its reply came:
+// a first hold is simply not obtained (a waiting Lock tries again); a
+// re-entry means the owner's holds are lost.
+func (l *Lock) grantExpired(h *hold) (time.Duration, error) {
+	believed := h.count > 0
+	h.setCount(0)
+	if !believed {
+		return 0, nil
+	}
+	lost := fmt.Errorf("%w: the lease of %q ran out before the re-entry's reply came", rlock.ErrLockLost, l.name)
+	h.stopRenewal(lost)
+	return 0, lost
 }
 
 // runAcquire sends the acquire script of the lock's kind and checks the

@@ -97,7 +97,7 @@ type rig struct {
 
 	forbidden     atomic.Int64 // calls that returned an error cfg.forbid rejects
 	forbiddenLast atomic.Value // the last such error, as a string
-	forcer *forcer // cfg.force
+	forcer        *forcer      // cfg.force
 }
 
 // grant is a holding period's first acquisition and its fencing token.
