@@ -111,7 +111,11 @@ func TestReplicaSyncNotSilentlyOffWithShortReadTimeout(t *testing.T) {
 	require.True(t, on, "replica sync stays on")
 	require.Equal(t, 100*time.Millisecond, d, "WAIT gets half the ReadTimeout")
 	l := newLock(t, c, redistest.Name(t))
-	require.NoError(t, l.TryLock(ctx), "the replica acknowledges within the read timeout")
+	// A blocking Lock: it tries again if the replica, just started, is
+	// slow to acknowledge the first time.
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	require.NoError(t, l.Lock(lctx), "the replica acknowledges within the read timeout")
 	require.NoError(t, l.Unlock(ctx))
 	r.Replica.Freeze()
 	defer r.Replica.Thaw()
