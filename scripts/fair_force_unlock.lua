@@ -1,4 +1,5 @@
--- Delete a fair lock whoever holds it, and wake the head waiter.
+-- Delete a fair lock whoever holds it, and wake the head waiter. Uses the
+-- preludes holds.lua and fair_common.lua.
 -- KEYS[1..3]  the lock hash, queue and deadlines (see fair_common.lua)
 -- KEYS[4]     the latch key of this request (same hash slot)
 -- ARGV[1]     the message to publish
@@ -11,19 +12,6 @@
 -- The outcome is recorded in the latch whatever it was, and a re-sent
 -- request answers from it: a re-send after another owner took the lock
 -- must not delete that owner's lock.
-
--- holders_are reports whether the owner fields of hash (every field but a
--- read-write lock's "mode"), sorted and joined with newlines, are want.
-local function holders_are(hash, want)
-  local fields = {}
-  for _, f in ipairs(redis.call('HKEYS', hash)) do
-    if f ~= 'mode' then
-      table.insert(fields, f)
-    end
-  end
-  table.sort(fields)
-  return table.concat(fields, '\n') == want
-end
 
 local done = redis.call('GET', KEYS[4])
 if done then

@@ -1,4 +1,5 @@
--- Delete a lock whoever holds it, and wake its waiters.
+-- Delete a lock whoever holds it, and wake its waiters. Uses the prelude
+-- holds.lua.
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the lock's unlock channel
 -- KEYS[3]  the latch key of this request (same hash slot as KEYS[1])
@@ -13,19 +14,6 @@
 -- The outcome is recorded in the latch whatever it was, and a re-sent
 -- request answers from it: a re-send after another owner took the lock
 -- must not delete that owner's lock.
-
--- holders_are reports whether the owner fields of hash (every field but a
--- read-write lock's "mode"), sorted and joined with newlines, are want.
-local function holders_are(hash, want)
-  local fields = {}
-  for _, f in ipairs(redis.call('HKEYS', hash)) do
-    if f ~= 'mode' then
-      table.insert(fields, f)
-    end
-  end
-  table.sort(fields)
-  return table.concat(fields, '\n') == want
-end
 
 local done = redis.call('GET', KEYS[3])
 if done then

@@ -75,3 +75,16 @@ local function release(hash, owner, sent, lease, latch)
   extend(hash, lease)
   return {0, held}
 end
+
+-- holders_are reports whether the owner fields of hash (every field but a
+-- read-write lock's "mode"), sorted and joined with newlines, are want.
+local function holders_are(hash, want)
+  local fields = {}
+  for _, f in ipairs(redis.call('HKEYS', hash)) do
+    if f ~= 'mode' then
+      table.insert(fields, f)
+    end
+  end
+  table.sort(fields)
+  return table.concat(fields, '\n') == want
+end

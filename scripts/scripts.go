@@ -8,7 +8,8 @@
 // at the top of its file. All keys a script touches share the lock's hash
 // slot, so they run unchanged on Redis Cluster. Shared Lua lives in
 // preludes prepended when a script is built: holds.lua (hold counts,
-// re-sent commands, fencing tokens) for every acquire and release script,
+// re-sent commands, fencing tokens, holder checks) for every acquire,
+// release and force-unlock script,
 // fair_common.lua (queue pruning, wake-ups) for the fair-lock scripts.
 package scripts
 
@@ -49,7 +50,7 @@ var (
 	// Unlock releases one hold of a reentrant lock (see unlock.lua).
 	Unlock = redis.NewScript(holdsSrc + "\n" + unlockSrc)
 	// ForceUnlock deletes a lock whoever holds it (see force_unlock.lua).
-	ForceUnlock = redis.NewScript(forceUnlockSrc)
+	ForceUnlock = redis.NewScript(holdsSrc + "\n" + forceUnlockSrc)
 	// Renew renews a batch of leases for the watchdog (see renew.lua). It
 	// serves both lock kinds: a fair lock's hash is a reentrant lock's.
 	Renew = redis.NewScript(renewSrc)
@@ -61,7 +62,7 @@ var (
 	FairUnlock = fair(holdsSrc + "\n" + fairUnlockSrc)
 	// FairForceUnlock deletes a fair lock whoever holds it (see
 	// fair_force_unlock.lua).
-	FairForceUnlock = fair(fairForceUnlockSrc)
+	FairForceUnlock = fair(holdsSrc + "\n" + fairForceUnlockSrc)
 	// FairLeave takes a waiter out of a fair lock's queue (see
 	// fair_leave.lua).
 	FairLeave = fair(fairLeaveSrc)
