@@ -117,8 +117,10 @@ func (l *Lock) Owner(ctx context.Context) (string, error) { return l.l.Owner(ctx
 // error, the owner leaves the queue (in the background, after any attempt
 // in flight; a hold granted meanwhile is released again), and the waiters
 // behind it move up. It returns ErrClosed if the client is closed (leaving
-// the queue first), and Redis errors as they are (never as acquired; the
-// owner then leaves the queue too).
+// the queue first). Transient Redis errors and lost replies are outlived
+// as by reentrant.Lock.Lock: it tries again until ctx ends; errors that
+// trying again cannot mend are returned (never as acquired; the owner then
+// leaves the queue too).
 func (l *Lock) Lock(ctx context.Context) error { return l.l.Lock(ctx) }
 
 // TryLock makes one attempt and never joins the queue: it returns nil when
@@ -151,8 +153,9 @@ func (l *Lock) SetLease(ctx context.Context, lease time.Duration) error {
 // and changes nothing, when the owner holds no hold (Redisson answers
 // success when a fair lock has expired; rlock reports it, and the holding
 // period ends as lost). Like the reentrant lock's Unlock, it runs to
-// completion even when ctx is cancelled, and a copy re-sent by the Redis
-// client takes effect once.
+// completion even when ctx is cancelled, a copy re-sent by the Redis
+// client takes effect once, and after a Redis error the client completes
+// the release itself: do not call Unlock again for the same hold.
 func (l *Lock) Unlock(ctx context.Context) error { return l.l.Unlock(ctx) }
 
 // ForceUnlock deletes the lock whoever holds it and wakes the waiter first
