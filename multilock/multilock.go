@@ -168,8 +168,8 @@ func (m *MultiLock) SetLease(ctx context.Context, lease time.Duration) error {
 // reject only once the members before it were taken: a nil ctx, a bad
 // owner ID in ctx, a lease neither rlock.WatchdogMode nor at least 1 ms.
 func checkInput(ctx context.Context, lease time.Duration) error {
-	if ctx == nil {
-		return fmt.Errorf("%w: nil context", rlock.ErrInvalidArgument)
+	if err := core.CheckContext(ctx); err != nil {
+		return err
 	}
 	if _, _, err := rlock.OwnerFrom(ctx); err != nil {
 		return err

@@ -320,8 +320,8 @@ func (r *RedLock) SetLease(ctx context.Context, lease time.Duration) error {
 // ownerKey returns the explicit owner ID ctx carries, "" for the handle
 // itself; it rejects a nil ctx and a bad ID with rlock.ErrInvalidArgument.
 func ownerKey(ctx context.Context) (string, error) {
-	if ctx == nil {
-		return "", fmt.Errorf("%w: nil context", rlock.ErrInvalidArgument)
+	if err := core.CheckContext(ctx); err != nil {
+		return "", err
 	}
 	id, _, err := rlock.OwnerFrom(ctx)
 	return id, err

@@ -71,14 +71,10 @@ func (l *Lock) attemptLocked(ctx context.Context, h *hold, lease time.Duration, 
 	}
 	switch res[0] {
 	case -1: // the owner re-entered a lock it no longer held
-		h.setCount(0)
-		lost := fmt.Errorf("%w: %q was no longer held at re-entry", rlock.ErrLockLost, l.name)
-		h.stopRenewal(lost)
-		return 0, lost
+		return 0, l.lostAtReentry(h, "was no longer held at re-entry")
 	case 0:
 		if h.count > 0 { // the owner believed it held the lock: it was lost
-			h.setCount(0)
-			h.stopRenewal(fmt.Errorf("%w: %q was no longer held at re-entry", rlock.ErrLockLost, l.name))
+			_ = l.lostAtReentry(h, "was no longer held at re-entry")
 		}
 		return time.Duration(res[1]) * time.Millisecond, nil
 	}
@@ -126,14 +122,19 @@ func (l *Lock) stillHeld(ctx context.Context, h *hold, lease time.Duration) (boo
 // a first hold is simply not obtained (a waiting Lock tries again); a
 // re-entry means the owner's holds are lost.
 func (l *Lock) grantExpired(h *hold) (time.Duration, error) {
-	believed := h.count > 0
-	h.setCount(0)
-	if !believed {
+	if h.count == 0 {
 		return 0, nil
 	}
-	lost := fmt.Errorf("%w: the lease of %q ran out before the re-entry's reply came", rlock.ErrLockLost, l.name)
+	return 0, l.lostAtReentry(h, "ran out of lease before the re-entry's reply came")
+}
+
+// lostAtReentry records that the owner's holds were found gone at a
+// re-entry: it ends the holding period and returns the loss.
+func (l *Lock) lostAtReentry(h *hold, why string) error {
+	h.setCount(0)
+	lost := fmt.Errorf("%w: %q %s", rlock.ErrLockLost, l.name, why)
 	h.stopRenewal(lost)
-	return 0, lost
+	return lost
 }
 
 // runAcquire sends the acquire script of the lock's kind and checks the

@@ -367,9 +367,24 @@ func (r *clusterRetry) again(c *Client, ctx context.Context, err error) bool {
 }
 
 // isTryAgain reports whether err is a TRYAGAIN reply.
-func isTryAgain(err error) bool {
+func isTryAgain(err error) bool { return isReply(err, "TRYAGAIN") }
+
+// isReply reports whether err is a Redis error reply, starting with one of
+// prefixes if any are given.
+func isReply(err error, prefixes ...string) bool {
 	var reply redis.Error
-	return errors.As(err, &reply) && strings.HasPrefix(reply.Error(), "TRYAGAIN")
+	if !errors.As(err, &reply) {
+		return false
+	}
+	if len(prefixes) == 0 {
+		return true
+	}
+	for _, p := range prefixes {
+		if strings.HasPrefix(reply.Error(), p) {
+			return true
+		}
+	}
+	return false
 }
 
 // runAcquire runs an acquire script, with replica sync when it is on. The

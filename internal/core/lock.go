@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/internal/waiters"
@@ -350,24 +347,15 @@ func transient(err error) bool {
 			return false
 		}
 	}
-	var reply redis.Error
-	if !errors.As(err, &reply) {
-		return true // no reply: a timeout, a broken or refused connection
-	}
-	for _, prefix := range []string{"LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "BUSY", "NOREPLICAS", "MOVED", "ASK"} {
-		if strings.HasPrefix(reply.Error(), prefix) {
-			return true
-		}
-	}
-	return false
+	// No reply at all is a timeout, a broken or refused connection.
+	return !isReply(err) || isReply(err, "LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "BUSY", "NOREPLICAS", "MOVED", "ASK")
 }
 
 // unknownOutcome reports whether a script call that failed with err may
 // have run on the server: no reply was read (a reply that is an error
 // means the script did not complete its writes... or made none).
 func unknownOutcome(err error) bool {
-	var reply redis.Error
-	return err != nil && !errors.As(err, &reply)
+	return err != nil && !isReply(err)
 }
 
 // waitBound is how long to wait before the next attempt, given the TTL the
