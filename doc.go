@@ -1,12 +1,50 @@
-// Package rlock is the shared vocabulary of the rlock distributed locks for
-// Go on Redis: the error sentinels, the Locker interface every lock kind
-// implements, explicit owners carried in a context, the small Redis client
-// interface the locks depend on, and the Redisson-compatible key layout.
+// Package rlock is the root of rlock, distributed locks for Go on Redis
+// with Redisson's semantics and data layout: the Client every lock kind
+// runs through, the error sentinels, the Locker interfaces every lock kind
+// implements, and explicit owners carried in a context.
 //
-// The locks themselves live in the sub-packages: reentrant (Redisson RLock
-// semantics: reentrant, leases, watchdog renewal, pub/sub waits), with the
-// client every lock kind shares, and watchdog (lease renewal for every lock
-// a client holds).
+//	rdb := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+//	c, err := rlock.NewClient(rdb) // one per Redis deployment; no I/O
+//	...
+//	defer c.Close()
+//	l, err := reentrant.New(c, "orders:42") // a cheap handle; no I/O
+//	...
+//	if err := l.Lock(ctx); err != nil {
+//		return err
+//	}
+//	defer l.Unlock(ctx)
+//
+// The lock kinds, each in its own package, take the client first and the
+// lock's name second:
+//
+//   - reentrant: Redisson's RLock: a reentrant lock with leases, watchdog
+//     renewal and waits woken by pub/sub.
+//   - fair: Redisson's fair lock: the same, granted in arrival order.
+//   - multilock: several locks of any kind held as one, all or nothing,
+//     or (quorum mode) held when k of n are.
+//   - redlock: the Redlock algorithm: a quorum of n independent masters.
+//
+// Package watchdog documents the renewal of watchdog-mode locks (one
+// scheduler per client) and its statistics; package scripts holds the Lua
+// the locks run, readable as files. The rlock command (cmd/rlock) runs a
+// demo and inspects and force-unlocks locks.
+//
+// # Client options and lock options
+//
+// Options of NewClient (ClientOption: WithClientID, WithLogger,
+// WithWatchdogLease, ...) configure what every lock on the client shares;
+// options of a lock constructor (reentrant.WithLease, fair.WithQueueTimeout,
+// ...) configure that one handle. A lease is the one thing both speak of:
+// the watchdog lease (WithWatchdogLease) is the lease a watchdog-mode hold
+// gets and renews, a lock's lease (WithLease, LockLease) chooses between an
+// explicit lease and watchdog mode (WatchdogMode, the zero lease).
+//
+// # Holding periods
+//
+// Every lock handle reports the holding period its last acquisition is
+// part of, from free to held until the owner's last Unlock or a loss:
+// Done and Err, Ctx (the same as a context whose cause wraps ErrLockLost
+// on loss), and Until (the time up to which the lock is known to be held).
 //
 // # Data layout
 //

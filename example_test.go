@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rlock-go/rlock/internal/base"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -20,7 +21,7 @@ func ExampleWithOwner() {
 	defer srv.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer rdb.Close()
-	c, _ := reentrant.NewClient(rdb)
+	c, _ := rlock.NewClient(rdb)
 	defer c.Close()
 
 	reserve := func(ctx context.Context) error { // takes the lock itself
@@ -55,9 +56,9 @@ func ExampleWithOwner() {
 // lock's hash slot, so every script runs on one Redis Cluster node.
 func ExampleDerivedKey() {
 	for _, name := range []string{"orders:42", "{user:7}:cart"} {
-		fmt.Println(name, "->", rlock.Channel(name))
-		fmt.Println(name, "->", rlock.DerivedKey(rlock.QueuePrefix, name))
-		fmt.Println("same slot:", rlock.Slot(name) == rlock.Slot(rlock.DerivedKey(rlock.TokenPrefix, name)))
+		fmt.Println(name, "->", base.Channel(name))
+		fmt.Println(name, "->", base.DerivedKey(base.QueuePrefix, name))
+		fmt.Println("same slot:", base.Slot(name) == base.Slot(base.DerivedKey(base.TokenPrefix, name)))
 	}
 	// Output:
 	// orders:42 -> redisson_lock__channel:{orders:42}
@@ -69,8 +70,8 @@ func ExampleDerivedKey() {
 }
 
 func ExampleValidateName() {
-	fmt.Println(rlock.ValidateName("orders:42"))
-	err := rlock.ValidateName("")
+	fmt.Println(base.ValidateName("orders:42"))
+	err := base.ValidateName("")
 	fmt.Println(errors.Is(err, rlock.ErrInvalidArgument))
 	// Output:
 	// <nil>

@@ -21,8 +21,11 @@ type Locker interface {
 }
 
 // WatchdogMode, given as a lease, asks for watchdog mode: the lock gets the
-// watchdog lease (30 s by default) and the client's watchdog renews it for
-// as long as it is held.
+// client's watchdog lease (30 s by default, see WithWatchdogLease) and the
+// client's watchdog renews it for as long as it is held. It is the zero
+// lease, and the one rule for it across every lock kind: a lease of 0, as
+// an option or per call, means watchdog mode; any other lease must be at
+// least 1 ms.
 const WatchdogMode time.Duration = 0
 
 // LeaseLocker is a Locker whose lease can be chosen per acquisition and

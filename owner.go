@@ -2,14 +2,9 @@ package rlock
 
 import (
 	"context"
-	"fmt"
-	"strings"
+
+	"github.com/rlock-go/rlock/internal/base"
 )
-
-type ownerKey struct{}
-
-// MaxOwnerLen is the longest owner ID WithOwner accepts.
-const MaxOwnerLen = 256
 
 // WithOwner returns a context that carries an explicit owner ID. Every lock
 // operation made with that context (or a context derived from it) acts on
@@ -19,38 +14,10 @@ const MaxOwnerLen = 256
 // Redis hash field is "<clientID>:<ownerID>", so the same ID on two clients
 // names two different owners.
 //
-// The ID must be non-empty, at most MaxOwnerLen bytes, free of NUL, CR
-// and LF, and must not start with '#' (reserved for the IDs lock handles
-// give themselves); a bad ID is
-// reported as ErrInvalidArgument by the operation that uses the context.
+// The ID must be non-empty, at most 256 bytes, free of NUL, CR and LF, and
+// must not start with '#' (reserved for the IDs lock handles give
+// themselves); a bad ID is reported as ErrInvalidArgument by the operation
+// that uses the context, before any I/O.
 func WithOwner(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, ownerKey{}, id)
-}
-
-// OwnerFrom returns the owner ID carried by ctx, if any. It reports
-// ErrInvalidArgument for an ID that WithOwner would not accept.
-func OwnerFrom(ctx context.Context) (id string, ok bool, err error) {
-	id, ok = ctx.Value(ownerKey{}).(string)
-	if !ok {
-		return "", false, nil
-	}
-	if err := ValidateOwner(id); err != nil {
-		return "", true, err
-	}
-	return id, true, nil
-}
-
-// ValidateOwner reports whether id is usable as an owner ID.
-func ValidateOwner(id string) error {
-	switch {
-	case id == "":
-		return fmt.Errorf("%w: empty owner ID", ErrInvalidArgument)
-	case len(id) > MaxOwnerLen:
-		return fmt.Errorf("%w: owner ID is %d bytes, more than %d", ErrInvalidArgument, len(id), MaxOwnerLen)
-	case id[0] == '#':
-		return fmt.Errorf("%w: owner IDs starting with '#' are reserved for lock handles", ErrInvalidArgument)
-	case strings.ContainsAny(id, "\x00\r\n"):
-		return fmt.Errorf("%w: owner ID contains a control character", ErrInvalidArgument)
-	}
-	return nil
+	return base.WithOwner(ctx, id)
 }

@@ -235,7 +235,7 @@ func (m *floorMutex) unlock(ctx context.Context) error {
 
 type rlockProcess struct {
 	rdb *redis.Client
-	c   *reentrant.Client
+	c   *rlock.Client
 }
 
 func openRlock(_ context.Context, addrs []string, st *runStats) (process, error) {
@@ -243,14 +243,14 @@ func openRlock(_ context.Context, addrs []string, st *runStats) (process, error)
 }
 
 // openRlockAutoPipeline sends the scripts through go-redis's
-// auto-pipeliner (reentrant.WithAutoPipeline).
+// auto-pipeliner (rlock.WithAutoPipeline).
 func openRlockAutoPipeline(_ context.Context, addrs []string, st *runStats) (process, error) {
-	return openRlockWith(addrs[0], st, reentrant.WithAutoPipeline())
+	return openRlockWith(addrs[0], st, rlock.WithAutoPipeline())
 }
 
-func openRlockWith(addr string, st *runStats, opts ...reentrant.ClientOption) (*rlockProcess, error) {
+func openRlockWith(addr string, st *runStats, opts ...rlock.ClientOption) (*rlockProcess, error) {
 	rdb := newRedis(addr, st)
-	c, err := reentrant.NewClient(rdb, opts...)
+	c, err := rlock.NewClient(rdb, opts...)
 	if err != nil {
 		_ = rdb.Close()
 		return nil, err
@@ -307,11 +307,11 @@ func openRlockRedLock(_ context.Context, addrs []string, st *runStats) (process,
 
 type rlockRedLockProcess struct {
 	nodes   []*rlockProcess
-	clients []*reentrant.Client
+	clients []*rlock.Client
 }
 
 func (p *rlockRedLockProcess) mutex(name string) (mutex, error) {
-	l, err := redlock.New(name, p.clients)
+	l, err := redlock.New(p.clients, name)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rlock-go/rlock"
 	"maps"
 	"math/rand/v2"
 	"runtime"
@@ -15,7 +16,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlock-go/rlock/reentrant"
-	"github.com/rlock-go/rlock/watchdog"
 )
 
 // bench is the configuration and the servers of one comparison run.
@@ -491,13 +491,13 @@ func runWatchdogScale(ctx context.Context, b *bench, _ string, c contender) *res
 	n := b.watchdogLocks
 	g0 := runtime.NumGoroutine()
 	h0 := heapInUse()
-	p, err := openRlockWith(b.nodes[0].addr, nil, reentrant.WithWatchdog(watchdog.WithLease(b.watchdogLease), watchdog.WithInterval(b.watchdogLease/3)))
+	p, err := openRlockWith(b.nodes[0].addr, nil, rlock.WithWatchdogLease(b.watchdogLease), rlock.WithWatchdogInterval(b.watchdogLease/3))
 	if err != nil {
 		r.fail(err)
 		return r
 	}
 	defer func() { r.fail(p.close()) }()
-	w := watchdogRun{c: p.c, n: n, servers: b.nodes[:1]}
+	w := watchdogRun{c: p.c, interval: b.watchdogLease / 3, n: n, servers: b.nodes[:1]}
 	w.run(ctx, r, func() {
 		r.Figures["goroutines_added"] = float64(runtime.NumGoroutine() - g0)
 		r.Figures["heap_bytes_per_lock"] = (float64(heapInUse()) - float64(h0)) / float64(n)
@@ -518,13 +518,13 @@ func runWatchdogCluster(ctx context.Context, b *bench, _ string, c contender) *r
 	}
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs(b.cluster.nodes)})
 	defer cc.Close()
-	cl, err := reentrant.NewClient(cc, reentrant.WithWatchdog(watchdog.WithLease(b.watchdogLease), watchdog.WithInterval(b.watchdogLease/3)))
+	cl, err := rlock.NewClient(cc, rlock.WithWatchdogLease(b.watchdogLease), rlock.WithWatchdogInterval(b.watchdogLease/3))
 	if err != nil {
 		r.fail(err)
 		return r
 	}
 	defer func() { r.fail(cl.Close()) }()
-	w := watchdogRun{c: cl, n: b.clusterLocks, servers: masters}
+	w := watchdogRun{c: cl, interval: b.watchdogLease / 3, n: b.clusterLocks, servers: masters}
 	w.run(ctx, r, func() { r.Figures["masters"] = float64(len(masters)) })
 	return r
 }
@@ -532,9 +532,10 @@ func runWatchdogCluster(ctx context.Context, b *bench, _ string, c contender) *r
 // watchdogRun takes n locks through c in watchdog mode, watches three
 // ticks and releases them.
 type watchdogRun struct {
-	c       *reentrant.Client
-	n       int
-	servers []*node // where to count commands
+	c        *rlock.Client
+	interval time.Duration // the client's watchdog interval
+	n        int
+	servers  []*node // where to count commands
 }
 
 func (w watchdogRun) run(ctx context.Context, r *result, more func()) {
@@ -554,16 +555,15 @@ func (w watchdogRun) run(ctx context.Context, r *result, more func()) {
 		return
 	}
 	acquire := time.Since(start)
-	wd := w.c.Watchdog()
-	s0 := wd.Stats()
+	s0 := w.c.WatchdogStats()
 	cmds := startCommands(ctx, w.servers)
 	// Watch three renewal intervals. The window starts at any phase of the
 	// renewal schedule, so per-tick figures may include part of a fourth
 	// round; round_trips_per_100_renewals does not depend on it.
 	const ticks = 3
-	interval := wd.Interval()
+	interval := w.interval
 	time.Sleep(ticks * interval)
-	s1 := wd.Stats()
+	s1 := w.c.WatchdogStats()
 	cmd, err := cmds.stop(ctx)
 	r.fail(err)
 	r.Figures = map[string]float64{}

@@ -10,7 +10,6 @@ import (
 	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/fair"
 	"github.com/rlock-go/rlock/internal/redistest"
-	"github.com/rlock-go/rlock/reentrant"
 )
 
 // TestClusterFairLock runs the fair lock through a ClusterClient on names
@@ -23,8 +22,8 @@ func TestClusterFairLock(t *testing.T) {
 	cl := redistest.SharedCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	holderC := clientOn(t, cl.NewClient(t), reentrant.WithMaxPoll(time.Hour))
-	waitC := clientOn(t, cl.NewClient(t), reentrant.WithMaxPoll(time.Hour))
+	holderC := clientOn(t, cl.NewClient(t), rlock.WithMaxPoll(time.Hour))
+	waitC := clientOn(t, cl.NewClient(t), rlock.WithMaxPoll(time.Hour))
 	base := redistest.Name(t)
 	var names []string
 	for _, m := range cl.Masters(t) {

@@ -3,10 +3,10 @@
 // shares its data layout with Redisson (the lock hash, the queue list
 // "redisson_lock_queue:{name}" and the deadline sorted set
 // "redisson_lock_timeout:{name}"), and shares everything else with package
-// reentrant: the same *reentrant.Client, owners, leases, watchdog, loss
+// reentrant: the same *rlock.Client, owners, leases, watchdog, loss
 // reporting and exactly-once effects.
 //
-//	c, err := reentrant.NewClient(rdb)
+//	c, err := rlock.NewClient(rdb)
 //	...
 //	l, err := fair.New(c, "payouts")
 //	...

@@ -3,12 +3,12 @@ package fair_test
 import (
 	"context"
 	"fmt"
+	"github.com/rlock-go/rlock"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlock-go/rlock/fair"
-	"github.com/rlock-go/rlock/reentrant"
 )
 
 // Three workers queue for a fair lock while it is held; they get it in the
@@ -21,7 +21,7 @@ func Example() {
 	defer srv.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer rdb.Close()
-	c, err := reentrant.NewClient(rdb)
+	c, err := rlock.NewClient(rdb)
 	if err != nil {
 		panic(err)
 	}
@@ -77,7 +77,7 @@ func ExampleLock_Queue() {
 	defer srv.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer rdb.Close()
-	c, _ := reentrant.NewClient(rdb, reentrant.WithClientID("svc-a"))
+	c, _ := rlock.NewClient(rdb, rlock.WithClientID("svc-a"))
 	defer c.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 

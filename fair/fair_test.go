@@ -3,6 +3,7 @@ package fair_test
 import (
 	"context"
 	"errors"
+	"github.com/rlock-go/rlock/internal/base"
 	"os"
 	"strconv"
 	"strings"
@@ -19,28 +20,26 @@ import (
 	"github.com/rlock-go/rlock/fair"
 	"github.com/rlock-go/rlock/internal/core"
 	"github.com/rlock-go/rlock/internal/redistest"
-	"github.com/rlock-go/rlock/reentrant"
-	"github.com/rlock-go/rlock/watchdog"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(redistest.StopSharedAfter(m))
 }
 
-func clientOn(t *testing.T, rdb rlock.Redis, opts ...reentrant.ClientOption) *reentrant.Client {
+func clientOn(t *testing.T, rdb rlock.Redis, opts ...rlock.ClientOption) *rlock.Client {
 	t.Helper()
-	c, err := reentrant.NewClient(rdb, opts...)
+	c, err := rlock.NewClient(rdb, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
 
-func newClient(t *testing.T, b *redistest.Backend, opts ...reentrant.ClientOption) *reentrant.Client {
+func newClient(t *testing.T, b *redistest.Backend, opts ...rlock.ClientOption) *rlock.Client {
 	t.Helper()
 	return clientOn(t, b.Universal(t), opts...)
 }
 
-func newLock(t *testing.T, c *reentrant.Client, name string, opts ...fair.Option) *fair.Lock {
+func newLock(t *testing.T, c *rlock.Client, name string, opts ...fair.Option) *fair.Lock {
 	t.Helper()
 	l, err := fair.New(c, name, opts...)
 	require.NoError(t, err)
@@ -86,21 +85,21 @@ func TestFIFOAcrossClients(t *testing.T) {
 	redistest.EachWithCluster(t, func(t *testing.T, b *redistest.Backend) {
 		for _, v := range []struct {
 			name string
-			opts []reentrant.ClientOption
-		}{{"plain", nil}, {"auto-pipeline", []reentrant.ClientOption{reentrant.WithAutoPipeline()}}} {
+			opts []rlock.ClientOption
+		}{{"plain", nil}, {"auto-pipeline", []rlock.ClientOption{rlock.WithAutoPipeline()}}} {
 			t.Run(v.name, func(t *testing.T) { testFIFOAcrossClients(t, b, v.opts...) })
 		}
 	})
 }
 
-func testFIFOAcrossClients(t *testing.T, b *redistest.Backend, opts ...reentrant.ClientOption) {
+func testFIFOAcrossClients(t *testing.T, b *redistest.Backend, opts ...rlock.ClientOption) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	name := redistest.Name(t)
 	holder := newLock(t, newClient(t, b), name)
 	require.NoError(t, holder.Lock(ctx))
 
-	clients := make([]*reentrant.Client, 4)
+	clients := make([]*rlock.Client, 4)
 	for i := range clients {
 		clients[i] = newClient(t, b, opts...)
 	}
@@ -137,7 +136,7 @@ func TestWakeUpsGoToTheHeadOnly(t *testing.T) {
 		ctx := context.Background()
 		name := redistest.Name(t)
 		rdb := b.NewClient(t)
-		ps := rdb.PSubscribe(ctx, rlock.Channel(name)+"*")
+		ps := rdb.PSubscribe(ctx, base.Channel(name)+"*")
 		defer ps.Close()
 		_, err := ps.Receive(ctx) // the subscription is confirmed
 		require.NoError(t, err)
@@ -153,9 +152,9 @@ func TestWakeUpsGoToTheHeadOnly(t *testing.T) {
 			dones[i] = lockAsync(ctx, ls[i])
 			waitQueued(t, holder, i+1)
 		}
-		numsub, err := rdb.PubSubNumSub(ctx, rlock.Channel(name)).Result()
+		numsub, err := rdb.PubSubNumSub(ctx, base.Channel(name)).Result()
 		require.NoError(t, err)
-		require.Zero(t, numsub[rlock.Channel(name)], "nobody listens on the general channel")
+		require.Zero(t, numsub[base.Channel(name)], "nobody listens on the general channel")
 
 		require.NoError(t, holder.Unlock(ctx))
 		for i, l := range ls {
@@ -172,7 +171,7 @@ func TestWakeUpsGoToTheHeadOnly(t *testing.T) {
 		for i, w := range want {
 			msg, err := ps.ReceiveMessage(ctx)
 			require.NoError(t, err)
-			require.Equal(t, rlock.Channel(name)+":"+w, msg.Channel, "message %d", i)
+			require.Equal(t, base.Channel(name)+":"+w, msg.Channel, "message %d", i)
 		}
 		require.NoError(t, ps.Ping(ctx, "end"))
 		m, err := ps.Receive(ctx)
@@ -217,7 +216,7 @@ func TestCancelledWaiterLeavesQueue(t *testing.T) {
 		ctx := context.Background()
 		name := redistest.Name(t)
 		rdb := b.NewClient(t)
-		opt := reentrant.WithReplayWindow(50 * time.Millisecond) // latches go quickly
+		opt := rlock.WithReplayWindow(50 * time.Millisecond) // latches go quickly
 		holder := newLock(t, newClient(t, b, opt), name)
 		require.NoError(t, holder.Lock(ctx))
 		c := newClient(t, b, opt)
@@ -299,7 +298,7 @@ func TestHeadLeavingWakesNext(t *testing.T) {
 		rdb := b.Universal(t)
 		calls := &redistest.ScriptCalls{}
 		rdb.AddHook(calls)
-		c := clientOn(t, rdb, reentrant.WithMaxPoll(time.Minute))
+		c := clientOn(t, rdb, rlock.WithMaxPoll(time.Minute))
 		a := newLock(t, c, name, fair.WithQueueTimeout(time.Hour))
 		z := newLock(t, c, name, fair.WithQueueTimeout(time.Hour))
 		actx, cancel := context.WithCancel(ctx)
@@ -383,11 +382,11 @@ func TestWatchdogKeepsFairLock(t *testing.T) {
 		ctx := context.Background()
 		name := redistest.Name(t)
 		const lease = 150 * time.Millisecond
-		c := newClient(t, b, reentrant.WithWatchdog(watchdog.WithLease(lease)))
+		c := newClient(t, b, rlock.WithWatchdogLease(lease))
 		l := newLock(t, c, name)
 		require.NoError(t, l.Lock(ctx))
-		rounds := c.Watchdog().Stats().Rounds
-		require.Eventually(t, func() bool { return c.Watchdog().Stats().Rounds >= rounds+6 }, 10*time.Second, time.Millisecond)
+		rounds := c.WatchdogStats().Rounds
+		require.Eventually(t, func() bool { return c.WatchdogStats().Rounds >= rounds+6 }, 10*time.Second, time.Millisecond)
 		held, err := l.IsHeld(ctx)
 		require.NoError(t, err)
 		require.True(t, held, "renewed past two leases")
@@ -410,7 +409,7 @@ func TestManyWaitersNoStall(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 		defer cancel()
 		name := redistest.Name(t)
-		clients := make([]*reentrant.Client, 4)
+		clients := make([]*rlock.Client, 4)
 		for i := range clients {
 			clients[i] = newClient(t, b)
 		}
@@ -455,7 +454,7 @@ func TestCloseLeavesQueue(t *testing.T) {
 		name := redistest.Name(t)
 		holder := newLock(t, newClient(t, b), name)
 		require.NoError(t, holder.Lock(ctx))
-		c, err := reentrant.NewClient(b.NewClient(t))
+		c, err := rlock.NewClient(b.NewClient(t))
 		require.NoError(t, err)
 		done := lockAsync(ctx, newLock(t, c, name))
 		waitQueued(t, holder, 1)
@@ -479,7 +478,7 @@ func TestHelperWaiter(t *testing.T) {
 	require.Len(t, args, 3)
 	ms, err := strconv.Atoi(args[2])
 	require.NoError(t, err)
-	c, err := reentrant.NewClient(redis.NewClient(&redis.Options{Addr: args[0]}))
+	c, err := rlock.NewClient(redis.NewClient(&redis.Options{Addr: args[0]}))
 	require.NoError(t, err)
 	l, err := fair.New(c, args[1], fair.WithQueueTimeout(time.Duration(ms)*time.Millisecond))
 	require.NoError(t, err)
@@ -577,7 +576,7 @@ func TestBadInput(t *testing.T) {
 	require.ErrorIs(t, err, rlock.ErrInvalidArgument)
 	_, err = fair.New(c, "")
 	require.ErrorIs(t, err, rlock.ErrInvalidArgument)
-	_, err = fair.New(c, strings.Repeat("n", rlock.MaxNameLen+1))
+	_, err = fair.New(c, strings.Repeat("n", base.MaxNameLen+1))
 	require.ErrorIs(t, err, rlock.ErrInvalidArgument)
 	for _, o := range []fair.Option{
 		fair.WithLease(-time.Second), fair.WithLease(time.Microsecond),

@@ -2,6 +2,7 @@ package fair_test
 
 import (
 	"context"
+	"github.com/rlock-go/rlock"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/rlock-go/rlock/fair"
 	"github.com/rlock-go/rlock/internal/redistest"
-	"github.com/rlock-go/rlock/reentrant"
 )
 
 // handoffMargin is how much later than the lease the next owner in line may
@@ -213,7 +213,7 @@ func TestLeavingHeadHandsOffAlongQueue(t *testing.T) {
 		require.NoError(t, holder.Lock(ctx))
 		ls := make([]*fair.Lock, 3)
 		for i := range ls {
-			c := newClient(t, b, reentrant.WithMaxPoll(time.Hour))
+			c := newClient(t, b, rlock.WithMaxPoll(time.Hour))
 			ls[i] = newLock(t, c, name, fair.WithQueueTimeout(time.Hour))
 		}
 		hctx, leave := context.WithCancel(ctx)
@@ -248,7 +248,7 @@ func TestHeadLeavingWhileHeldWakesNext(t *testing.T) {
 			rdb := b.NewClient(t)
 			calls[i] = &redistest.ScriptCalls{}
 			rdb.AddHook(calls[i])
-			c := clientOn(t, rdb, reentrant.WithMaxPoll(time.Hour))
+			c := clientOn(t, rdb, rlock.WithMaxPoll(time.Hour))
 			ls[i] = newLock(t, c, name, fair.WithQueueTimeout(time.Hour))
 		}
 		dones := queueInOrder(t, ctx, holder, lease, ls[:1])
@@ -290,7 +290,7 @@ func TestPruningDeadHeadWakesNext(t *testing.T) {
 		deadRdb.AddHook(pause)
 		dead := newLock(t, clientOn(t, deadRdb), name, fair.WithQueueTimeout(deadTimeout))
 		t.Cleanup(pause.resume) // before its client closes
-		next := newLock(t, newClient(t, b, reentrant.WithMaxPoll(time.Hour)), name, fair.WithQueueTimeout(time.Hour))
+		next := newLock(t, newClient(t, b, rlock.WithMaxPoll(time.Hour)), name, fair.WithQueueTimeout(time.Hour))
 		back := newLock(t, newClient(t, b), name, fair.WithQueueTimeout(300*time.Millisecond)) // polls every 100 ms
 		dctx, dcancel := context.WithCancel(ctx)
 		defer dcancel()

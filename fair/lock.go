@@ -6,14 +6,14 @@ import (
 	"time"
 
 	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/core"
-	"github.com/rlock-go/rlock/reentrant"
 )
 
 // DefaultQueueTimeout is how long a waiter keeps its place in the queue
 // without renewing it, unless WithQueueTimeout says otherwise. A live
 // waiter renews its place every third of it.
-const DefaultQueueTimeout = core.DefaultQueueTimeout
+const DefaultQueueTimeout = 30 * time.Second
 
 // Lock is a handle on one fair lock. Create it with New; it is cheap, does
 // no I/O, and is safe for concurrent use. As with the reentrant lock, the
@@ -29,15 +29,18 @@ var (
 )
 
 // Option configures a Lock. A nil Option is ignored.
-type Option func(*core.LockConfig) error
+type Option func(*config) error
+
+// config is what the options set.
+type config = core.LockConfig
 
 // WithLease gives the lock an explicit lease, as reentrant.WithLease does:
 // every acquisition sets the lock's TTL to d and nothing renews it. d must
 // be at least 1 ms, or rlock.WatchdogMode (the default: a 30 s lease that
 // the client's watchdog renews every 10 s while held).
 func WithLease(d time.Duration) Option {
-	return func(c *core.LockConfig) error {
-		if err := core.CheckLease(d); err != nil {
+	return func(c *config) error {
+		if err := base.CheckLease(d); err != nil {
 			return err
 		}
 		c.Lease = d
@@ -54,7 +57,7 @@ func WithLease(d time.Duration) Option {
 // from crashed waiters and costs one more script call per waiter per d/3.
 // d must be at least 3 ms.
 func WithQueueTimeout(d time.Duration) Option {
-	return func(c *core.LockConfig) error {
+	return func(c *config) error {
 		if d < 3*time.Millisecond {
 			return fmt.Errorf("%w: queue timeout %v is less than 3ms", rlock.ErrInvalidArgument, d)
 		}
@@ -66,7 +69,7 @@ func WithQueueTimeout(d time.Duration) Option {
 // WithFencing makes every grant from free to held draw a fencing token,
 // as reentrant.WithFencing does; Token returns it.
 func WithFencing() Option {
-	return func(c *core.LockConfig) error {
+	return func(c *config) error {
 		c.Fencing = true
 		return nil
 	}
@@ -75,7 +78,7 @@ func WithFencing() Option {
 // New returns a handle on the fair lock called name, run through client c
 // (the same client the reentrant locks use). It does no I/O. It reports
 // ErrInvalidArgument for a nil client, a bad name or a bad option.
-func New(c *reentrant.Client, name string, opts ...Option) (*Lock, error) {
+func New(c *rlock.Client, name string, opts ...Option) (*Lock, error) {
 	cc, ok := core.Of(c)
 	if !ok {
 		return nil, fmt.Errorf("%w: nil client", rlock.ErrInvalidArgument)
@@ -186,6 +189,26 @@ func (l *Lock) Done() <-chan struct{} { return l.l.Done() }
 // Err returns why the holding period this handle last took part in ended
 // by loss (wrapping rlock.ErrLockLost), or nil.
 func (l *Lock) Err() error { return l.l.Err() }
+
+// Ctx returns the holding period this handle last took part in as a
+// context (as etcd's Session.Ctx): it is cancelled when the holding period
+// ends, and context.Cause then says why: an error wrapping
+// rlock.ErrLockLost after a loss (the error Err returns), context.Canceled
+// after the owner's last Unlock. Before the handle's first acquisition it
+// is already cancelled. Derive the context of work that must stop when the
+// lock is lost from it. It does not derive from the ctx given to Lock;
+// when the work must also stop with that one, merge them (for example with
+// context.AfterFunc).
+func (l *Lock) Ctx() context.Context { return l.l.Ctx() }
+
+// Until returns the time up to which the holding period this handle last
+// took part in is known to last: with an explicit lease, the lease counted
+// from when the acquisition (or the latest call that extended it) was
+// sent; in watchdog mode, the watchdog lease counted from when the last
+// successful renewal was sent. The lock may be held longer; it is held
+// past Until only if a renewal succeeded meanwhile. The zero time once the
+// holding period ended, and before the first acquisition.
+func (l *Lock) Until() time.Time { return l.l.Until() }
 
 // Token returns the fencing token of the holding period this handle last
 // took part in (see WithFencing), or 0.

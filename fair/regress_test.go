@@ -2,6 +2,7 @@ package fair_test
 
 import (
 	"context"
+	"github.com/rlock-go/rlock"
 	"strconv"
 	"testing"
 	"time"
@@ -10,12 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock-go/rlock/internal/redistest"
-	"github.com/rlock-go/rlock/reentrant"
 )
 
 // warm loads every fair-lock script on c's server, so that a dropped reply
 // hits an EVALSHA that ran.
-func warm(t *testing.T, c *reentrant.Client) {
+func warm(t *testing.T, c *rlock.Client) {
 	t.Helper()
 	ctx := context.Background()
 	l := newLock(t, c, "warm:"+strconv.FormatInt(time.Now().UnixNano(), 36))

@@ -15,13 +15,13 @@ import (
 
 func Example() {
 	// Two Redis servers (embedded ones for the example), one client each.
-	var clients []*reentrant.Client
+	var clients []*rlock.Client
 	for range 2 {
 		srv, _ := miniredis.Run()
 		defer srv.Close()
 		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 		defer rdb.Close()
-		c, err := reentrant.NewClient(rdb)
+		c, err := rlock.NewClient(rdb)
 		if err != nil {
 			panic(err)
 		}
@@ -61,7 +61,7 @@ func ExampleMultiLock_TryLock() {
 	defer srv.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer rdb.Close()
-	c, _ := reentrant.NewClient(rdb)
+	c, _ := rlock.NewClient(rdb)
 	defer c.Close()
 
 	a, _ := reentrant.New(c, "seat:1")

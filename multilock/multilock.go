@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rlock-go/rlock/internal/base"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -45,8 +46,8 @@ type Option func(*MultiLock) error
 // rlock.Locker keep the lease setting of their own handle.
 func WithLease(d time.Duration) Option {
 	return func(m *MultiLock) error {
-		if d < time.Millisecond {
-			return fmt.Errorf("%w: lease %v is less than 1ms", rlock.ErrInvalidArgument, d)
+		if err := base.CheckLease(d); err != nil {
+			return err
 		}
 		m.lease = d
 		return nil
@@ -168,13 +169,13 @@ func (m *MultiLock) SetLease(ctx context.Context, lease time.Duration) error {
 // reject only once the members before it were taken: a nil ctx, a bad
 // owner ID in ctx, a lease neither rlock.WatchdogMode nor at least 1 ms.
 func checkInput(ctx context.Context, lease time.Duration) error {
-	if err := core.CheckContext(ctx); err != nil {
+	if err := base.CheckContext(ctx); err != nil {
 		return err
 	}
-	if _, _, err := rlock.OwnerFrom(ctx); err != nil {
+	if _, _, err := base.OwnerFrom(ctx); err != nil {
 		return err
 	}
-	return core.CheckLease(lease)
+	return base.CheckLease(lease)
 }
 
 // setLease sets lease on the first n members that take one.

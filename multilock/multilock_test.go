@@ -17,7 +17,6 @@ import (
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/multilock"
 	"github.com/rlock-go/rlock/reentrant"
-	"github.com/rlock-go/rlock/watchdog"
 )
 
 func TestMain(m *testing.M) {
@@ -26,11 +25,11 @@ func TestMain(m *testing.M) {
 
 // eachServers runs fn on n miniredis servers and on n real redis-servers,
 // each with its own rlock client.
-func eachServers(t *testing.T, n int, fn func(t *testing.T, bs []*redistest.Backend, cs []*reentrant.Client), opts ...reentrant.ClientOption) {
+func eachServers(t *testing.T, n int, fn func(t *testing.T, bs []*redistest.Backend, cs []*rlock.Client), opts ...rlock.ClientOption) {
 	t.Helper()
 	run := func(t *testing.T, start func(testing.TB) *redistest.Backend) {
 		bs := make([]*redistest.Backend, n)
-		cs := make([]*reentrant.Client, n)
+		cs := make([]*rlock.Client, n)
 		for i := range n {
 			bs[i] = start(t)
 			cs[i] = newClient(t, bs[i], opts...)
@@ -41,16 +40,16 @@ func eachServers(t *testing.T, n int, fn func(t *testing.T, bs []*redistest.Back
 	t.Run(redistest.RealName, func(t *testing.T) { run(t, redistest.Real) })
 }
 
-func newClient(t *testing.T, b *redistest.Backend, opts ...reentrant.ClientOption) *reentrant.Client {
+func newClient(t *testing.T, b *redistest.Backend, opts ...rlock.ClientOption) *rlock.Client {
 	t.Helper()
-	c, err := reentrant.NewClient(b.NewClient(t), opts...)
+	c, err := rlock.NewClient(b.NewClient(t), opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
 
 // handles returns one handle on name per client.
-func handles(t *testing.T, cs []*reentrant.Client, name string, opts ...reentrant.Option) []rlock.Locker {
+func handles(t *testing.T, cs []*rlock.Client, name string, opts ...reentrant.Option) []rlock.Locker {
 	t.Helper()
 	ls := make([]rlock.Locker, len(cs))
 	for i, c := range cs {
@@ -87,12 +86,14 @@ func TestBadInput(t *testing.T) {
 	_, err = multilock.New([]rlock.Locker{f, typedNil})
 	require.ErrorIs(t, err, rlock.ErrInvalidArgument)
 	for _, o := range []multilock.Option{
-		multilock.WithLease(0), multilock.WithLease(-time.Second), multilock.WithLease(time.Microsecond),
+		multilock.WithLease(-time.Second), multilock.WithLease(time.Microsecond),
 		multilock.WithMemberWait(0, time.Second), multilock.WithMemberWait(time.Second, time.Millisecond),
 	} {
 		_, err = multilock.New([]rlock.Locker{f}, o)
 		require.ErrorIs(t, err, rlock.ErrInvalidArgument)
 	}
+	_, err = multilock.New([]rlock.Locker{f}, multilock.WithLease(rlock.WatchdogMode))
+	require.NoError(t, err, "the zero lease is watchdog mode, as for every lock kind")
 	m, err := multilock.New([]rlock.Locker{f}, nil) // nil options are ignored
 	require.NoError(t, err)
 	require.ErrorIs(t, m.LockLease(context.Background(), -time.Second), rlock.ErrInvalidArgument)
@@ -101,7 +102,7 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestExactlyOneOfTenWins(t *testing.T) {
-	eachServers(t, 3, func(t *testing.T, _ []*redistest.Backend, cs []*reentrant.Client) {
+	eachServers(t, 3, func(t *testing.T, _ []*redistest.Backend, cs []*rlock.Client) {
 		ctx := context.Background()
 		name := redistest.Name(t)
 		var wins, lost atomic.Int32
@@ -145,7 +146,7 @@ func TestExactlyOneOfTenWins(t *testing.T) {
 }
 
 func TestFailureOnThirdReleasesFirstTwo(t *testing.T) {
-	eachServers(t, 3, func(t *testing.T, _ []*redistest.Backend, cs []*reentrant.Client) {
+	eachServers(t, 3, func(t *testing.T, _ []*redistest.Backend, cs []*rlock.Client) {
 		ctx := context.Background()
 		name := redistest.Name(t)
 		ls := handles(t, cs, name)
@@ -175,7 +176,7 @@ func TestFailureOnThirdReleasesFirstTwo(t *testing.T) {
 }
 
 func TestLockWaitsForEveryMember(t *testing.T) {
-	eachServers(t, 3, func(t *testing.T, _ []*redistest.Backend, cs []*reentrant.Client) {
+	eachServers(t, 3, func(t *testing.T, _ []*redistest.Backend, cs []*rlock.Client) {
 		ctx := context.Background()
 		name := redistest.Name(t)
 		ls := handles(t, cs, name)
@@ -204,7 +205,7 @@ func TestLockWaitsForEveryMember(t *testing.T) {
 }
 
 func TestOppositeOrdersDoNotDeadlock(t *testing.T) {
-	eachServers(t, 2, func(t *testing.T, _ []*redistest.Backend, cs []*reentrant.Client) {
+	eachServers(t, 2, func(t *testing.T, _ []*redistest.Backend, cs []*rlock.Client) {
 		ctx := context.Background()
 		name := redistest.Name(t)
 		wait := multilock.WithMemberWait(2*time.Millisecond, 20*time.Millisecond)
@@ -242,7 +243,7 @@ func TestReentryBalances(t *testing.T) {
 		ctx := context.Background()
 		c := newClient(t, b)
 		name := redistest.Name(t)
-		ls := handles(t, []*reentrant.Client{c, c}, name)
+		ls := handles(t, []*rlock.Client{c, c}, name)
 		m := newMulti(t, ls)
 		require.NoError(t, m.Lock(ctx))
 		require.NoError(t, m.TryLock(ctx))
@@ -266,7 +267,7 @@ func TestReentryBalances(t *testing.T) {
 		// Nested in another MultiLock, with an explicit owner shared
 		// across handles.
 		octx := rlock.WithOwner(ctx, "job-7")
-		outer := newMulti(t, []rlock.Locker{m, handles(t, []*reentrant.Client{c}, name+"x")[0]})
+		outer := newMulti(t, []rlock.Locker{m, handles(t, []*rlock.Client{c}, name+"x")[0]})
 		require.NoError(t, outer.Lock(octx))
 		require.NoError(t, m.TryLock(octx)) // the same owner re-enters
 		require.NoError(t, m.Unlock(octx))
@@ -336,9 +337,9 @@ func TestLeaseLockerMembers(t *testing.T) {
 func TestLossOfAMemberEndsTheHolding(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
-		c := newClient(t, b, reentrant.WithWatchdog(watchdog.WithLease(300*time.Millisecond)))
+		c := newClient(t, b, rlock.WithWatchdogLease(300*time.Millisecond))
 		name := redistest.Name(t)
-		ls := handles(t, []*reentrant.Client{c, c}, name)
+		ls := handles(t, []*rlock.Client{c, c}, name)
 		m := newMulti(t, ls)
 		select {
 		case <-m.Done():
@@ -460,7 +461,7 @@ func (p *plainLocker) Unlock(ctx context.Context) error  { return p.f.Unlock(ctx
 
 // Real members: reentrant and fair locks on three servers, with a lease.
 func TestRealMembersGetTheLease(t *testing.T) {
-	eachServers(t, 3, func(t *testing.T, _ []*redistest.Backend, cs []*reentrant.Client) {
+	eachServers(t, 3, func(t *testing.T, _ []*redistest.Backend, cs []*rlock.Client) {
 		ctx := context.Background()
 		name := redistest.Name(t)
 		ls := handles(t, cs[:2], name)

@@ -11,7 +11,6 @@ import (
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/multilock"
 	"github.com/rlock-go/rlock/reentrant"
-	"github.com/rlock-go/rlock/watchdog"
 )
 
 // Regression (issue 12, defect 11): a lease under 1 ms per call was
@@ -37,8 +36,8 @@ func TestSubMillisecondLeaseIsRejectedBeforeIO(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		c := newClient(t, b)
 		name := redistest.Name(t)
-		ls := handles(t, []*reentrant.Client{c, c}, name)
-		other := handles(t, []*reentrant.Client{c, c}, name)
+		ls := handles(t, []*rlock.Client{c, c}, name)
+		other := handles(t, []*rlock.Client{c, c}, name)
 		require.NoError(t, other[1].TryLock(ctx)) // a busy member
 		m := newMulti(t, ls)
 		err := m.TryLockLease(ctx, 500*time.Microsecond)
@@ -98,8 +97,8 @@ func TestMultiLockLeaseDoesNotShortenAHoldItDidNotCreate(t *testing.T) {
 	const lease = 200 * time.Millisecond
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
-		c := newClient(t, b, reentrant.WithWatchdog(watchdog.WithLease(2*time.Second)))
-		ls := handles(t, []*reentrant.Client{c, c}, redistest.Name(t))
+		c := newClient(t, b, rlock.WithWatchdogLease(2*time.Second))
+		ls := handles(t, []*rlock.Client{c, c}, redistest.Name(t))
 		a := ls[0].(*reentrant.Lock)
 		require.NoError(t, a.Lock(ctx)) // the outer hold, in watchdog mode
 
@@ -123,8 +122,8 @@ func TestNestedMultiLockLeaseDoesNotShortenAHoldItDidNotCreate(t *testing.T) {
 	const lease = 200 * time.Millisecond
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
-		c := newClient(t, b, reentrant.WithWatchdog(watchdog.WithLease(2*time.Second)))
-		ls := handles(t, []*reentrant.Client{c, c, c}, redistest.Name(t))
+		c := newClient(t, b, rlock.WithWatchdogLease(2*time.Second))
+		ls := handles(t, []*rlock.Client{c, c, c}, redistest.Name(t))
 		a := ls[0].(*reentrant.Lock)
 		require.NoError(t, a.Lock(ctx))
 
@@ -156,12 +155,12 @@ func TestMemberLossIsReadFromItsOwnHoldingPeriod(t *testing.T) {
 		xctx, yctx := rlock.WithOwner(ctx, "x"), rlock.WithOwner(ctx, "y")
 		c := newClient(t, b)
 		name := redistest.Name(t)
-		ls := handles(t, []*reentrant.Client{c, c}, name)
+		ls := handles(t, []*rlock.Client{c, c}, name)
 		a := ls[0].(*reentrant.Lock)
 		m := newMulti(t, ls)
 		require.NoError(t, m.Lock(xctx))
 
-		_, err := handles(t, []*reentrant.Client{c}, name)[0].(*reentrant.Lock).ForceUnlock(ctx)
+		_, err := handles(t, []*rlock.Client{c}, name)[0].(*reentrant.Lock).ForceUnlock(ctx)
 		require.NoError(t, err)
 		require.NoError(t, a.Lock(yctx)) // the handle's last holding period is now y's
 
@@ -183,8 +182,8 @@ func TestMemberLossIsReadFromItsOwnHoldingPeriod(t *testing.T) {
 func TestCleanUnlockIsNotReportedAsLoss(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
-		c := newClient(t, b, reentrant.WithWatchdog(watchdog.WithLease(200*time.Millisecond), watchdog.WithInterval(time.Millisecond)))
-		m := newMulti(t, handles(t, []*reentrant.Client{c, c}, redistest.Name(t)))
+		c := newClient(t, b, rlock.WithWatchdogLease(200*time.Millisecond), rlock.WithWatchdogInterval(time.Millisecond))
+		m := newMulti(t, handles(t, []*rlock.Client{c, c}, redistest.Name(t)))
 		for i := range 200 {
 			require.NoError(t, m.Lock(ctx))
 			require.NoError(t, m.Unlock(ctx))

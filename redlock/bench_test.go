@@ -63,12 +63,12 @@ var floorRelease = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] the
 func BenchmarkAcquireRelease(b *testing.B) {
 	ctx := context.Background()
 	var rdbs []*redis.Client
-	var clients []*reentrant.Client
+	var clients []*rlock.Client
 	for range 5 {
 		s := redistest.StartServer(b)
 		rdb := s.NewClient(b)
 		rdbs = append(rdbs, rdb)
-		c, err := reentrant.NewClient(rdb)
+		c, err := rlock.NewClient(rdb)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -80,9 +80,9 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		open func(name string) (rlock.Locker, error)
 	}{
 		{"redlock5", func(name string) (rlock.Locker, error) {
-			return redlock.New(name, clients, redlock.WithLease(10*time.Second))
+			return redlock.New(clients, name, redlock.WithLease(10*time.Second))
 		}},
-		{"redlock5-watchdog", func(name string) (rlock.Locker, error) { return redlock.New(name, clients) }},
+		{"redlock5-watchdog", func(name string) (rlock.Locker, error) { return redlock.New(clients, name) }},
 		{"reentrant1", func(name string) (rlock.Locker, error) {
 			return reentrant.New(clients[0], name, reentrant.WithLease(10*time.Second))
 		}},

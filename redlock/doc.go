@@ -7,8 +7,8 @@
 // the nodes are asked in parallel, so an attempt costs the slowest node's
 // round trip (bounded by the per-node wait), not the sum over the nodes.
 //
-//	nodes := []*reentrant.Client{c1, c2, c3, c4, c5} // one per master
-//	rl, err := redlock.New("orders:42", nodes, redlock.WithLease(10*time.Second))
+//	nodes := []*rlock.Client{c1, c2, c3, c4, c5} // one per master
+//	rl, err := redlock.New(nodes, "orders:42", redlock.WithLease(10*time.Second))
 //	...
 //	if err := rl.Lock(ctx); err != nil {
 //		return err

@@ -11,13 +11,12 @@ import (
 
 	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/redlock"
-	"github.com/rlock-go/rlock/reentrant"
 )
 
 func Example() {
 	// Five independent masters (embedded ones for the example), with
 	// go-redis options that make a dead or frozen node fail fast.
-	var nodes []*reentrant.Client
+	var nodes []*rlock.Client
 	for range 5 {
 		srv, _ := miniredis.Run()
 		defer srv.Close()
@@ -30,7 +29,7 @@ func Example() {
 			DialerRetries: 1,
 		})
 		defer rdb.Close()
-		c, err := reentrant.NewClient(rdb)
+		c, err := rlock.NewClient(rdb)
 		if err != nil {
 			panic(err)
 		}
@@ -38,7 +37,7 @@ func Example() {
 		nodes = append(nodes, c)
 	}
 
-	rl, err := redlock.New("orders:42", nodes, redlock.WithLease(10*time.Second))
+	rl, err := redlock.New(nodes, "orders:42", redlock.WithLease(10*time.Second))
 	if err != nil {
 		panic(err)
 	}
@@ -49,7 +48,7 @@ func Example() {
 	}
 	fmt.Println("valid for up to 10s:", time.Until(rl.Until()) <= 10*time.Second)
 
-	other, _ := redlock.New("orders:42", nodes)
+	other, _ := redlock.New(nodes, "orders:42")
 	err = other.TryLock(ctx)
 	var ne *redlock.NodeError
 	fmt.Println("other:", errors.Is(err, rlock.ErrNotObtained), errors.As(err, &ne), len(ne.Failures))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rlock-go/rlock/internal/base"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -109,8 +110,8 @@ type config struct {
 // watchdog lease (30 s by default) and is renewed while held.
 func WithLease(d time.Duration) Option {
 	return func(c *config) error {
-		if d < time.Millisecond {
-			return fmt.Errorf("%w: lease %v is less than 1ms", rlock.ErrInvalidArgument, d)
+		if err := base.CheckLease(d); err != nil {
+			return err
 		}
 		c.lease = d
 		return nil
@@ -161,7 +162,7 @@ func WithNodeNames(names ...string) Option {
 //
 // Configure each node's go-redis client so that an unreachable node fails
 // fast: see the package documentation.
-func New(name string, nodes []*reentrant.Client, opts ...Option) (*RedLock, error) {
+func New(nodes []*rlock.Client, name string, opts ...Option) (*RedLock, error) {
 	if len(nodes) == 0 {
 		return nil, fmt.Errorf("%w: a RedLock needs at least one node", rlock.ErrInvalidArgument)
 	}
@@ -188,7 +189,7 @@ func New(name string, nodes []*reentrant.Client, opts ...Option) (*RedLock, erro
 		holds:    make(map[string]*holding),
 		pending:  make(map[pendingKey]chan struct{}),
 	}
-	seen := make(map[*reentrant.Client]int, len(nodes))
+	seen := make(map[*rlock.Client]int, len(nodes))
 	for i, c := range nodes {
 		if c == nil {
 			return nil, fmt.Errorf("%w: node %d is nil", rlock.ErrInvalidArgument, i)
@@ -197,6 +198,7 @@ func New(name string, nodes []*reentrant.Client, opts ...Option) (*RedLock, erro
 			return nil, fmt.Errorf("%w: nodes %d and %d are the same client", rlock.ErrInvalidArgument, j, i)
 		}
 		seen[c] = i
+		cc, _ := core.Of(c)
 		l, err := reentrant.New(c, name)
 		if err != nil {
 			return nil, err
@@ -205,7 +207,7 @@ func New(name string, nodes []*reentrant.Client, opts ...Option) (*RedLock, erro
 		if cfg.names != nil {
 			label = cfg.names[i]
 		}
-		r.nodes[i] = node{lock: l, label: label, wdLease: c.Watchdog().LeaseDuration()}
+		r.nodes[i] = node{lock: l, label: label, wdLease: cc.Watchdog().LeaseDuration()}
 	}
 	return r, nil
 }
@@ -270,7 +272,7 @@ func (r *RedLock) TryLockLease(ctx context.Context, lease time.Duration) error {
 // quorum of nodes still held the lock. Like Unlock it runs to completion
 // even when ctx is cancelled.
 func (r *RedLock) SetLease(ctx context.Context, lease time.Duration) error {
-	if err := core.CheckLease(lease); err != nil {
+	if err := base.CheckLease(lease); err != nil {
 		return err
 	}
 	owner, err := ownerKey(ctx)
@@ -320,10 +322,10 @@ func (r *RedLock) SetLease(ctx context.Context, lease time.Duration) error {
 // ownerKey returns the explicit owner ID ctx carries, "" for the handle
 // itself; it rejects a nil ctx and a bad ID with rlock.ErrInvalidArgument.
 func ownerKey(ctx context.Context) (string, error) {
-	if err := core.CheckContext(ctx); err != nil {
+	if err := base.CheckContext(ctx); err != nil {
 		return "", err
 	}
-	id, _, err := rlock.OwnerFrom(ctx)
+	id, _, err := base.OwnerFrom(ctx)
 	return id, err
 }
 
@@ -332,7 +334,7 @@ func (r *RedLock) ctxErr(ctx context.Context) error {
 }
 
 func (r *RedLock) acquire(ctx context.Context, lease time.Duration, wait bool) error {
-	if err := core.CheckLease(lease); err != nil {
+	if err := base.CheckLease(lease); err != nil {
 		return err
 	}
 	owner, err := ownerKey(ctx)

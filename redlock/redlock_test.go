@@ -18,7 +18,6 @@ import (
 	"github.com/rlock-go/rlock/multilock"
 	"github.com/rlock-go/rlock/redlock"
 	"github.com/rlock-go/rlock/reentrant"
-	"github.com/rlock-go/rlock/watchdog"
 )
 
 func TestMain(m *testing.M) {
@@ -60,11 +59,11 @@ func startCluster(t *testing.T, n int, start func(testing.TB) *redistest.Backend
 }
 
 // clients returns one rlock client per node (one simulated process).
-func (c *cluster) clients(t *testing.T, opts ...reentrant.ClientOption) []*reentrant.Client {
+func (c *cluster) clients(t *testing.T, opts ...rlock.ClientOption) []*rlock.Client {
 	t.Helper()
-	cs := make([]*reentrant.Client, len(c.rdbs))
+	cs := make([]*rlock.Client, len(c.rdbs))
 	for i, rdb := range c.rdbs {
-		rc, err := reentrant.NewClient(rdb, opts...)
+		rc, err := rlock.NewClient(rdb, opts...)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = rc.Close() })
 		cs[i] = rc
@@ -91,41 +90,43 @@ func each5(t *testing.T, fn func(t *testing.T, c *cluster)) {
 	t.Run(redistest.RealName, func(t *testing.T) { fn(t, startCluster(t, 5, redistest.Real)) })
 }
 
-func newRedLock(t *testing.T, name string, cs []*reentrant.Client, opts ...redlock.Option) *redlock.RedLock {
+func newRedLock(t *testing.T, name string, cs []*rlock.Client, opts ...redlock.Option) *redlock.RedLock {
 	t.Helper()
-	rl, err := redlock.New(name, cs, opts...)
+	rl, err := redlock.New(cs, name, opts...)
 	require.NoError(t, err)
 	return rl
 }
 
 func TestBadInput(t *testing.T) {
 	b := redistest.Mini(t)
-	c, err := reentrant.NewClient(b.NewClient(t))
+	c, err := rlock.NewClient(b.NewClient(t))
 	require.NoError(t, err)
 	defer c.Close()
-	c2, err := reentrant.NewClient(b.NewClient(t))
+	c2, err := rlock.NewClient(b.NewClient(t))
 	require.NoError(t, err)
 	defer c2.Close()
 
 	for _, tc := range []struct {
 		name  string
-		nodes []*reentrant.Client
+		nodes []*rlock.Client
 		opts  []redlock.Option
 	}{
 		{"n", nil, nil},
-		{"n", []*reentrant.Client{}, nil},
-		{"n", []*reentrant.Client{c, nil}, nil},
-		{"n", []*reentrant.Client{c, c}, nil},
-		{"", []*reentrant.Client{c}, nil},
-		{"n", []*reentrant.Client{c}, []redlock.Option{redlock.WithLease(0)}},
-		{"n", []*reentrant.Client{c}, []redlock.Option{redlock.WithNodeWait(0)}},
-		{"n", []*reentrant.Client{c}, []redlock.Option{redlock.WithRetryDelay(time.Second, time.Millisecond)}},
-		{"n", []*reentrant.Client{c, c2}, []redlock.Option{redlock.WithNodeNames("a")}},
+		{"n", []*rlock.Client{}, nil},
+		{"n", []*rlock.Client{c, nil}, nil},
+		{"n", []*rlock.Client{c, c}, nil},
+		{"", []*rlock.Client{c}, nil},
+		{"n", []*rlock.Client{c}, []redlock.Option{redlock.WithLease(time.Microsecond)}},
+		{"n", []*rlock.Client{c}, []redlock.Option{redlock.WithNodeWait(0)}},
+		{"n", []*rlock.Client{c}, []redlock.Option{redlock.WithRetryDelay(time.Second, time.Millisecond)}},
+		{"n", []*rlock.Client{c, c2}, []redlock.Option{redlock.WithNodeNames("a")}},
 	} {
-		_, err := redlock.New(tc.name, tc.nodes, tc.opts...)
+		_, err := redlock.New(tc.nodes, tc.name, tc.opts...)
 		require.ErrorIs(t, err, rlock.ErrInvalidArgument, "%+v", tc)
 	}
-	rl, err := redlock.New("n", []*reentrant.Client{c, c2}, nil)
+	_, err = redlock.New([]*rlock.Client{c}, "n", redlock.WithLease(rlock.WatchdogMode))
+	require.NoError(t, err, "the zero lease is watchdog mode, as for every lock kind")
+	rl, err := redlock.New([]*rlock.Client{c, c2}, "n", nil)
 	require.NoError(t, err)
 	require.Equal(t, 2, rl.Quorum())
 	ctx := context.Background()
@@ -288,7 +289,7 @@ func TestMutualExclusion(t *testing.T) {
 	each5(t, func(t *testing.T, c *cluster) {
 		ctx := context.Background()
 		name := redistest.Name(t)
-		sets := [][]*reentrant.Client{c.clients(t), c.clients(t)} // two processes
+		sets := [][]*rlock.Client{c.clients(t), c.clients(t)} // two processes
 		var inside, entries atomic.Int32
 		var wg sync.WaitGroup
 		for g := range 8 {
@@ -384,7 +385,7 @@ func TestValidityNotPositive(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		name := redistest.Name(t)
-		var cs []*reentrant.Client
+		var cs []*rlock.Client
 		var rdbs []*redis.Client
 		for range 3 {
 			var p *redistest.Proxy
@@ -395,7 +396,7 @@ func TestValidityNotPositive(t *testing.T) {
 				p, rdb = redistest.Real(t).NewProxiedClient(t, fast)
 			}
 			p.SetLatency(30 * time.Millisecond)
-			rc, err := reentrant.NewClient(rdb)
+			rc, err := rlock.NewClient(rdb)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = rc.Close() })
 			cs, rdbs = append(cs, rc), append(rdbs, rdb)
@@ -420,7 +421,7 @@ func TestLossIsReported(t *testing.T) {
 	each5(t, func(t *testing.T, c *cluster) {
 		ctx := context.Background()
 		name := redistest.Name(t)
-		cs := c.clients(t, reentrant.WithWatchdog(watchdog.WithLease(300*time.Millisecond)))
+		cs := c.clients(t, rlock.WithWatchdogLease(300*time.Millisecond))
 		rl := newRedLock(t, name, cs, redlock.WithNodeNames("a", "b", "c", "d", "e"))
 		require.NoError(t, rl.Lock(ctx))
 		require.NoError(t, rl.Lock(ctx))     // two holds
@@ -541,10 +542,10 @@ func TestLostReplyIsRolledBack(t *testing.T) {
 			name := redistest.Name(t)
 			p, rdb0 := kind.start(t).NewProxiedClient(t, fast)
 			rdbs := []*redis.Client{rdb0, kind.start(t).NewClient(t, fast), kind.start(t).NewClient(t, fast)}
-			mine, theirs := make([]*reentrant.Client, 3), make([]*reentrant.Client, 3)
+			mine, theirs := make([]*rlock.Client, 3), make([]*rlock.Client, 3)
 			for i, rdb := range rdbs {
-				for _, set := range [][]*reentrant.Client{mine, theirs} {
-					rc, err := reentrant.NewClient(rdb)
+				for _, set := range [][]*rlock.Client{mine, theirs} {
+					rc, err := rlock.NewClient(rdb)
 					require.NoError(t, err)
 					t.Cleanup(func() { _ = rc.Close() })
 					set[i] = rc

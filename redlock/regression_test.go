@@ -14,16 +14,15 @@ import (
 	"github.com/rlock-go/rlock/multilock"
 	"github.com/rlock-go/rlock/redlock"
 	"github.com/rlock-go/rlock/reentrant"
-	"github.com/rlock-go/rlock/watchdog"
 )
 
 // Regression (issue 12): a nil context made every entry point panic.
 func TestNilContextIsAnError(t *testing.T) {
 	b := redistest.Mini(t)
-	c, err := reentrant.NewClient(b.NewClient(t))
+	c, err := rlock.NewClient(b.NewClient(t))
 	require.NoError(t, err)
 	defer c.Close()
-	rl := newRedLock(t, redistest.Name(t), []*reentrant.Client{c})
+	rl := newRedLock(t, redistest.Name(t), []*rlock.Client{c})
 	var nilCtx context.Context
 	require.ErrorIs(t, rl.Lock(nilCtx), rlock.ErrInvalidArgument)
 	require.ErrorIs(t, rl.TryLock(nilCtx), rlock.ErrInvalidArgument)
@@ -44,7 +43,7 @@ func TestMultiLockLeaseDoesNotShortenARedLockItDidNotCreate(t *testing.T) {
 	each5(t, func(t *testing.T, c *cluster) {
 		ctx := context.Background()
 		name := redistest.Name(t)
-		cs := c.clients(t, reentrant.WithWatchdog(watchdog.WithLease(2*time.Second)))
+		cs := c.clients(t, rlock.WithWatchdogLease(2*time.Second))
 		rl := newRedLock(t, name, cs)
 		require.NoError(t, rl.Lock(ctx)) // watchdog mode
 
@@ -84,7 +83,7 @@ func TestSameOwnerRaceNeverLeavesNodesShorterThanTheValidity(t *testing.T) {
 	const long, short = time.Minute, 300 * time.Millisecond
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
-		var cs []*reentrant.Client
+		var cs []*rlock.Client
 		var rdbs []*redis.Client
 		for range 3 {
 			start := redistest.Mini
@@ -93,7 +92,7 @@ func TestSameOwnerRaceNeverLeavesNodesShorterThanTheValidity(t *testing.T) {
 			}
 			p, rdb := start(t).NewProxiedClient(t, fast)
 			p.SetLatency(5 * time.Millisecond) // the two attempts overlap on every node
-			rc, err := reentrant.NewClient(rdb)
+			rc, err := rlock.NewClient(rdb)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = rc.Close() })
 			cs, rdbs = append(cs, rc), append(rdbs, rdb)
@@ -149,9 +148,9 @@ func TestSuccessGivesBackANodeWhoseReplyWasLost(t *testing.T) {
 			name := redistest.Name(t)
 			p, rdb0 := kind.start(t).NewProxiedClient(t, fast)
 			rdbs := []*redis.Client{rdb0, kind.start(t).NewClient(t, fast), kind.start(t).NewClient(t, fast)}
-			cs := make([]*reentrant.Client, 3)
+			cs := make([]*rlock.Client, 3)
 			for i, rdb := range rdbs {
-				rc, err := reentrant.NewClient(rdb)
+				rc, err := rlock.NewClient(rdb)
 				require.NoError(t, err)
 				t.Cleanup(func() { _ = rc.Close() })
 				cs[i] = rc
@@ -193,10 +192,10 @@ func TestRollbackNeverReleasesAHoldTheAttemptDidNotGet(t *testing.T) {
 			name := redistest.Name(t)
 			p, rdb0 := kind.start(t).NewProxiedClient(t, fast)
 			rdbs := []*redis.Client{rdb0, kind.start(t).NewClient(t, fast), kind.start(t).NewClient(t, fast)}
-			mine, theirs := make([]*reentrant.Client, 3), make([]*reentrant.Client, 3)
+			mine, theirs := make([]*rlock.Client, 3), make([]*rlock.Client, 3)
 			for i, rdb := range rdbs {
-				for _, set := range [][]*reentrant.Client{mine, theirs} {
-					rc, err := reentrant.NewClient(rdb)
+				for _, set := range [][]*rlock.Client{mine, theirs} {
+					rc, err := rlock.NewClient(rdb)
 					require.NoError(t, err)
 					t.Cleanup(func() { _ = rc.Close() })
 					set[i] = rc

@@ -7,7 +7,6 @@ import (
 
 	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/internal/redistest"
-	"github.com/rlock-go/rlock/reentrant"
 )
 
 // WithAutoPipeline's behaviour is tested by the tests that run under
@@ -18,7 +17,7 @@ import (
 func TestAutoPipelineNeedsGoRedis(t *testing.T) {
 	b := redistest.Mini(t)
 	wrapped := struct{ rlock.Redis }{b.NewClient(t)}
-	_, err := reentrant.NewClient(wrapped, reentrant.WithAutoPipeline())
+	_, err := rlock.NewClient(wrapped, rlock.WithAutoPipeline())
 	require.ErrorIs(t, err, rlock.ErrInvalidArgument)
 	require.ErrorContains(t, err, "auto-pipelining")
 }

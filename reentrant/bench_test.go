@@ -50,7 +50,7 @@ func BenchmarkUncontended(b *testing.B) {
 		rdb := be.NewClient(b)
 		hook := &countHook{}
 		rdb.AddHook(hook)
-		c, err := reentrant.NewClient(rdb)
+		c, err := rlock.NewClient(rdb)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -114,18 +114,18 @@ func BenchmarkContended(b *testing.B) {
 	benchBackends(b, func(b *testing.B, be *redistest.Backend) {
 		for _, v := range []struct {
 			name string
-			open func(c *reentrant.Client, name string) rlock.Locker
+			open func(c *rlock.Client, name string) rlock.Locker
 		}{
-			{"rlock", func(c *reentrant.Client, name string) rlock.Locker { l, _ := reentrant.New(c, name); return l }},
-			{"fair", func(c *reentrant.Client, name string) rlock.Locker { l, _ := fair.New(c, name); return l }},
+			{"rlock", func(c *rlock.Client, name string) rlock.Locker { l, _ := reentrant.New(c, name); return l }},
+			{"fair", func(c *rlock.Client, name string) rlock.Locker { l, _ := fair.New(c, name); return l }},
 		} {
 			b.Run(v.name, func(b *testing.B) {
-				clients := map[*redis.Client]*reentrant.Client{} // one per process, as in production
+				clients := map[*redis.Client]*rlock.Client{} // one per process, as in production
 				contended(b, be, func(rdb *redis.Client, name string) (lock, unlock func(context.Context) error) {
 					c := clients[rdb]
 					if c == nil {
 						var err error
-						if c, err = reentrant.NewClient(rdb); err != nil {
+						if c, err = rlock.NewClient(rdb); err != nil {
 							b.Fatal(err)
 						}
 						b.Cleanup(func() { _ = c.Close() })

@@ -2,6 +2,7 @@ package reentrant_test
 
 import (
 	"context"
+	"github.com/rlock-go/rlock/internal/base"
 	"testing"
 	"time"
 
@@ -10,7 +11,6 @@ import (
 	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/reentrant"
-	"github.com/rlock-go/rlock/watchdog"
 )
 
 // clusterNames returns lock names whose slots fall at the start, middle
@@ -20,12 +20,12 @@ import (
 func clusterNames(t *testing.T, c *redistest.Cluster) map[string]*redistest.Server {
 	t.Helper()
 	names := make(map[string]*redistest.Server)
-	base := redistest.Name(t)
+	stem := redistest.Name(t)
 	for _, m := range c.Masters(t) {
 		for _, r := range c.SlotRanges(t, m) {
 			for _, slot := range []int{r[0], (r[0] + r[1]) / 2, r[1]} {
-				n := redistest.KeyInSlot(base, slot)
-				require.Equal(t, slot, rlock.Slot(n))
+				n := redistest.KeyInSlot(stem, slot)
+				require.Equal(t, slot, base.Slot(n))
 				names[n] = m
 				names["{"+n+"}:lock"] = m
 			}
@@ -94,7 +94,7 @@ func TestClusterWatchdogRenews(t *testing.T) {
 	ctx := context.Background()
 	// Renewed often, with a lease long enough for a loaded machine.
 	const lease = 3 * time.Second
-	cl := clientOn(t, c.NewClient(t), reentrant.WithWatchdog(watchdog.WithLease(lease), watchdog.WithInterval(100*time.Millisecond)))
+	cl := clientOn(t, c.NewClient(t), rlock.WithWatchdogLease(lease), rlock.WithWatchdogInterval(100*time.Millisecond))
 	var locks []*reentrant.Lock
 	for name := range clusterNames(t, c) {
 		l := newLock(t, cl, name)
@@ -102,9 +102,9 @@ func TestClusterWatchdogRenews(t *testing.T) {
 		locks = append(locks, l)
 	}
 	// Every lock, on every master, is renewed; none is lost.
-	from := cl.Watchdog().Stats()
-	require.Eventually(t, func() bool { return cl.Watchdog().Stats().Rounds >= from.Rounds+3 }, 30*time.Second, time.Millisecond)
-	st := cl.Watchdog().Stats()
+	from := cl.WatchdogStats()
+	require.Eventually(t, func() bool { return cl.WatchdogStats().Rounds >= from.Rounds+3 }, 30*time.Second, time.Millisecond)
+	st := cl.WatchdogStats()
 	require.Zero(t, st.Lost)
 	require.Zero(t, st.Errors)
 	require.GreaterOrEqual(t, st.Renewed-from.Renewed, uint64(2*len(locks)))
@@ -123,9 +123,9 @@ func TestClusterLocksInDifferentSlotsAreSeparate(t *testing.T) {
 	c := redistest.SharedCluster(t)
 	ctx := context.Background()
 	ms := c.Masters(t)
-	base := redistest.Name(t)
-	x := redistest.KeyInSlot(base, c.SlotRanges(t, ms[0])[0][0])
-	y := redistest.KeyInSlot(base, c.SlotRanges(t, ms[1])[0][0])
+	stem := redistest.Name(t)
+	x := redistest.KeyInSlot(stem, c.SlotRanges(t, ms[0])[0][0])
+	y := redistest.KeyInSlot(stem, c.SlotRanges(t, ms[1])[0][0])
 	a := clientOn(t, c.NewClient(t))
 	b := clientOn(t, c.NewClient(t))
 	ax, ay, by := newLock(t, a, x), newLock(t, a, y), newLock(t, b, y)
@@ -146,7 +146,7 @@ func TestScriptFlush(t *testing.T) {
 		ctx := context.Background()
 		rdb := b.NewClient(t)
 		// Renewed often, with a lease long enough for a loaded machine.
-		c := clientOn(t, rdb, reentrant.WithWatchdog(watchdog.WithLease(3*time.Second), watchdog.WithInterval(100*time.Millisecond)))
+		c := clientOn(t, rdb, rlock.WithWatchdogLease(3*time.Second), rlock.WithWatchdogInterval(100*time.Millisecond))
 		flush := func() { require.NoError(t, rdb.ScriptFlush(ctx).Err()) }
 		name := redistest.Name(t)
 		l, other := newLock(t, c, name), newLock(t, c, name)
@@ -158,13 +158,13 @@ func TestScriptFlush(t *testing.T) {
 		flush()
 		require.NoError(t, l.Unlock(ctx))
 		// Renewal through a flushed cache, several times over.
-		from := c.Watchdog().Stats()
+		from := c.WatchdogStats()
 		for range 3 {
 			flush()
-			r := c.Watchdog().Stats().Renewed
-			require.Eventually(t, func() bool { return c.Watchdog().Stats().Renewed > r }, 10*time.Second, time.Millisecond, "%+v", c.Watchdog().Stats())
+			r := c.WatchdogStats().Renewed
+			require.Eventually(t, func() bool { return c.WatchdogStats().Renewed > r }, 10*time.Second, time.Millisecond, "%+v", c.WatchdogStats())
 		}
-		require.Zero(t, c.Watchdog().Stats().Errors-from.Errors)
+		require.Zero(t, c.WatchdogStats().Errors-from.Errors)
 		require.NoError(t, l.Err())
 		flush()
 		require.NoError(t, l.Unlock(ctx))
@@ -189,7 +189,7 @@ func TestClusterLockSurvivesFailover(t *testing.T) {
 	// The lease outlasts the failover (~5 s) on a loaded machine.
 	cl := clientOn(t, cc, shortWatchdog(20*time.Second))
 	name := redistest.Name(t)
-	slot := rlock.Slot(name)
+	slot := base.Slot(name)
 	victim := c.MasterFor(t, slot)
 	l := newLock(t, cl, name)
 	waiter := newLock(t, clientOn(t, c.NewClient(t)), name)
@@ -226,7 +226,7 @@ func TestClusterUnlockAfterFailoverWithoutReroute(t *testing.T) {
 	cc := c.NewClient(t)
 	cl := clientOn(t, cc)
 	name := redistest.Name(t)
-	slot := rlock.Slot(name)
+	slot := base.Slot(name)
 	victim := c.MasterFor(t, slot)
 	l := newLock(t, cl, name, reentrant.WithLease(time.Minute))
 	require.NoError(t, l.Lock(ctx))
@@ -256,13 +256,13 @@ func TestReplicaSyncFollowsMovedSlot(t *testing.T) {
 	c := redistest.StartCluster(t) // slots are migrated: a cluster of its own
 	ctx := context.Background()
 	name := redistest.Name(t)
-	slot := rlock.Slot(name)
+	slot := base.Slot(name)
 	synced := clientOn(t, c.NewClient(t))
 	d, on := synced.ReplicaSync()
 	require.True(t, on)
 	require.Equal(t, time.Second, d)
 	other := clientOn(t, c.NewClient(t))
-	plain := clientOn(t, c.NewClient(t), reentrant.WithoutReplicaSync())
+	plain := clientOn(t, c.NewClient(t), rlock.WithoutReplicaSync())
 	a := newLock(t, synced, name, reentrant.WithFencing())
 	b := newLock(t, other, name, reentrant.WithFencing())
 	p := newLock(t, plain, name, reentrant.WithFencing())

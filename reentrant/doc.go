@@ -11,7 +11,7 @@
 // that renews every lock it holds in batches. New returns a cheap handle
 // on one lock name; neither constructor does I/O.
 //
-//	c, err := reentrant.NewClient(rdb)
+//	c, err := rlock.NewClient(rdb)
 //	...
 //	defer c.Close()
 //	l, err := reentrant.New(c, "orders:42")

@@ -21,7 +21,7 @@ func Example() {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer rdb.Close()
 
-	c, err := reentrant.NewClient(rdb)
+	c, err := rlock.NewClient(rdb)
 	if err != nil {
 		panic(err)
 	}
@@ -59,7 +59,7 @@ func ExampleWithLease() {
 	defer srv.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer rdb.Close()
-	c, _ := reentrant.NewClient(rdb)
+	c, _ := rlock.NewClient(rdb)
 	defer c.Close()
 
 	// An explicit lease: the lock expires after it, and nothing renews it.
@@ -82,7 +82,7 @@ func ExampleLock_Done() {
 	defer srv.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer rdb.Close()
-	c, _ := reentrant.NewClient(rdb)
+	c, _ := rlock.NewClient(rdb)
 	defer c.Close()
 	l, _ := reentrant.New(c, "jobs:nightly")
 
@@ -115,7 +115,7 @@ func Example_owner() {
 	defer srv.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer rdb.Close()
-	c, _ := reentrant.NewClient(rdb)
+	c, _ := rlock.NewClient(rdb)
 	defer c.Close()
 
 	// Code that builds its own handle re-enters when it carries the owner.
@@ -143,7 +143,7 @@ func ExampleWithFencing() {
 	defer srv.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer rdb.Close()
-	c, _ := reentrant.NewClient(rdb)
+	c, _ := rlock.NewClient(rdb)
 	defer c.Close()
 	ctx := context.Background()
 
@@ -187,7 +187,7 @@ func ExampleWithAutoPipeline() {
 	defer srv.Close()
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	defer rdb.Close() // also stops rdb's auto-pipeliner
-	c, err := reentrant.NewClient(rdb, reentrant.WithAutoPipeline())
+	c, err := rlock.NewClient(rdb, rlock.WithAutoPipeline())
 	if err != nil {
 		panic(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/rlock-go/rlock/internal/base"
 	"net"
 	"strings"
 	"sync"
@@ -15,10 +16,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/lua"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/multilock"
 	"github.com/rlock-go/rlock/reentrant"
-	"github.com/rlock-go/rlock/scripts"
 	"github.com/rlock-go/rlock/watchdog"
 )
 
@@ -38,8 +39,8 @@ func FuzzClientOptions(f *testing.F) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
 	f.Cleanup(func() { _ = rdb.Close() })
 	f.Fuzz(func(t *testing.T, id string, replay, maxPoll int64) {
-		c, err := reentrant.NewClient(rdb, reentrant.WithClientID(id),
-			reentrant.WithReplayWindow(time.Duration(replay)), reentrant.WithMaxPoll(time.Duration(maxPoll)))
+		c, err := rlock.NewClient(rdb, rlock.WithClientID(id),
+			rlock.WithReplayWindow(time.Duration(replay)), rlock.WithMaxPoll(time.Duration(maxPoll)))
 		valid := id != "" && len(id) <= 128 && !strings.ContainsAny(id, ":\x00\r\n") && replay > 0 && maxPoll > 0
 		if valid != (err == nil) {
 			t.Fatalf("NewClient(%q, replay %d, maxPoll %d) = %v", id, replay, maxPoll, err)
@@ -65,17 +66,17 @@ func FuzzLockOptions(f *testing.F) {
 	f.Add("x", int64(time.Millisecond-1))
 	f.Add("x", int64(time.Millisecond))
 	f.Add("x", int64(-1<<63))
-	f.Add(strings.Repeat("n", rlock.MaxNameLen+1), int64(1<<63-1))
+	f.Add(strings.Repeat("n", base.MaxNameLen+1), int64(1<<63-1))
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
 	f.Cleanup(func() { _ = rdb.Close() })
-	c, err := reentrant.NewClient(rdb)
+	c, err := rlock.NewClient(rdb)
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { _ = c.Close() })
 	f.Fuzz(func(t *testing.T, name string, lease int64) {
 		l, err := reentrant.New(c, name, reentrant.WithLease(time.Duration(lease)))
-		valid := rlock.ValidateName(name) == nil && time.Duration(lease) >= time.Millisecond
+		valid := base.ValidateName(name) == nil && time.Duration(lease) >= time.Millisecond
 		if valid != (err == nil) {
 			t.Fatalf("New(%q, lease %d) = %v", name, lease, err)
 		}
@@ -104,8 +105,8 @@ func FuzzModel(f *testing.F) {
 	m := miniredis.RunT(f)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	f.Cleanup(func() { _ = rdb.Close() })
-	newClient := func(id string) *reentrant.Client {
-		c, err := reentrant.NewClient(rdb, reentrant.WithClientID(id))
+	newClient := func(id string) *rlock.Client {
+		c, err := rlock.NewClient(rdb, rlock.WithClientID(id))
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -120,7 +121,7 @@ func FuzzModel(f *testing.F) {
 		}
 		ctx := context.Background()
 		name := fmt.Sprintf("fuzz-model-%d", seq.Add(1))
-		newLock := func(c *reentrant.Client) *reentrant.Lock {
+		newLock := func(c *rlock.Client) *reentrant.Lock {
 			l, err := reentrant.New(c, name, reentrant.WithLease(time.Minute))
 			if err != nil {
 				t.Fatal(err)
@@ -423,7 +424,7 @@ type fzCandidate struct {
 type faultFixture struct {
 	m              *miniredis.Miniredis
 	proxy, fproxy  *redistest.Proxy
-	off, one, forc *reentrant.Client
+	off, one, forc *rlock.Client
 	fping          func() error
 	gate           *dialGate
 	seq            atomic.Uint64
@@ -439,8 +440,8 @@ func newFaultFixture(f *testing.F) *faultFixture {
 		f.Cleanup(func() { _ = rdb.Close() })
 		return rdb
 	}
-	newClient := func(rdb *redis.Client, id string) *reentrant.Client {
-		c, err := reentrant.NewClient(rdb, reentrant.WithClientID(id))
+	newClient := func(rdb *redis.Client, id string) *rlock.Client {
+		c, err := rlock.NewClient(rdb, rlock.WithClientID(id))
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -458,7 +459,7 @@ func newFaultFixture(f *testing.F) *faultFixture {
 	// Every script cached, so that a lost reply is never a NOSCRIPT's.
 	direct := redis.NewClient(&redis.Options{Addr: fx.m.Addr()})
 	defer direct.Close()
-	for _, s := range scripts.All() {
+	for _, s := range lua.All() {
 		if err := s.Load(context.Background(), direct).Err(); err != nil {
 			f.Fatal(err)
 		}
@@ -529,7 +530,7 @@ type fzRun struct {
 
 func (fx *faultFixture) newRun(t *testing.T) *fzRun {
 	name := fmt.Sprintf("fuzz-faults-%d", fx.seq.Add(1))
-	lock := func(c *reentrant.Client, name string) *reentrant.Lock {
+	lock := func(c *rlock.Client, name string) *reentrant.Lock {
 		l, err := reentrant.New(c, name)
 		if err != nil {
 			t.Fatal(err)
@@ -539,7 +540,7 @@ func (fx *faultFixture) newRun(t *testing.T) *fzRun {
 	r := &fzRun{t: t, fx: fx, name: name, s: fzState{holder: -1},
 		forcer: lock(fx.forc, name), own: lock(fx.off, name)}
 	ctx := context.Background()
-	for i, c := range []*reentrant.Client{fx.off, fx.off, fx.one} {
+	for i, c := range []*rlock.Client{fx.off, fx.off, fx.one} {
 		id := []string{"alice", "bob", "alice"}[i]
 		r.owners = append(r.owners, fzOwner{ctx: rlock.WithOwner(ctx, id),
 			l: lock(c, name), side: lock(c, name+":side"), drops: []int{1, 1, 2}[i]})

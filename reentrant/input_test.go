@@ -2,6 +2,7 @@ package reentrant_test
 
 import (
 	"context"
+	"github.com/rlock-go/rlock/internal/base"
 	"strings"
 	"testing"
 	"time"
@@ -12,39 +13,38 @@ import (
 	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/reentrant"
-	"github.com/rlock-go/rlock/watchdog"
 )
 
 func TestBadInputIsAnErrorNotAPanic(t *testing.T) {
 	var nilClient *redis.Client
-	_, err := reentrant.NewClient(nil)
+	_, err := rlock.NewClient(nil)
 	require.ErrorIs(t, err, rlock.ErrInvalidArgument)
-	_, err = reentrant.NewClient(nilClient)
+	_, err = rlock.NewClient(nilClient)
 	require.ErrorIs(t, err, rlock.ErrInvalidArgument)
 
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
 	t.Cleanup(func() { _ = rdb.Close() })
-	for _, opt := range []reentrant.ClientOption{
-		reentrant.WithClientID(""),
-		reentrant.WithClientID("a:b"),
-		reentrant.WithClientID(strings.Repeat("x", 129)),
-		reentrant.WithReplayWindow(0),
-		reentrant.WithMaxPoll(-time.Second),
-		reentrant.WithLogger(nil),
-		reentrant.WithWatchdog(watchdog.WithLease(0)),
-		reentrant.WithWatchdog(watchdog.WithLease(time.Second), watchdog.WithInterval(time.Second)),
-		reentrant.WithWatchdog(watchdog.WithBatchSize(0)),
+	for _, opt := range []rlock.ClientOption{
+		rlock.WithClientID(""),
+		rlock.WithClientID("a:b"),
+		rlock.WithClientID(strings.Repeat("x", 129)),
+		rlock.WithReplayWindow(0),
+		rlock.WithMaxPoll(-time.Second),
+		rlock.WithLogger(nil),
+		rlock.WithWatchdogLease(0),
+		rlock.WithWatchdogInterval(time.Hour), // not less than the watchdog lease
+		rlock.WithWatchdogBatchSize(0),
 	} {
-		_, err := reentrant.NewClient(rdb, opt)
+		_, err := rlock.NewClient(rdb, opt)
 		require.ErrorIs(t, err, rlock.ErrInvalidArgument)
 	}
-	c, err := reentrant.NewClient(rdb, nil, reentrant.WithWatchdog(nil))
+	c, err := rlock.NewClient(rdb, nil, nil)
 	require.NoError(t, err, "nil options are ignored")
 	t.Cleanup(func() { _ = c.Close() })
 
 	_, err = reentrant.New(nil, "x")
 	require.ErrorIs(t, err, rlock.ErrInvalidArgument)
-	for _, name := range []string{"", strings.Repeat("n", rlock.MaxNameLen+1)} {
+	for _, name := range []string{"", strings.Repeat("n", base.MaxNameLen+1)} {
 		_, err = reentrant.New(c, name)
 		require.ErrorIs(t, err, rlock.ErrInvalidArgument)
 	}
@@ -63,7 +63,7 @@ func TestBadInputIsAnErrorNotAPanic(t *testing.T) {
 	}
 
 	// A bad owner in the context is refused before any I/O.
-	for _, id := range []string{"", "#1", "a\nb", strings.Repeat("o", rlock.MaxOwnerLen+1)} {
+	for _, id := range []string{"", "#1", "a\nb", strings.Repeat("o", base.MaxOwnerLen+1)} {
 		ctx := rlock.WithOwner(context.Background(), id)
 		require.ErrorIs(t, l.Lock(ctx), rlock.ErrInvalidArgument, "%q", id)
 		require.ErrorIs(t, l.TryLock(ctx), rlock.ErrInvalidArgument)
@@ -98,7 +98,7 @@ func TestRedisErrorIsNeverAcquired(t *testing.T) {
 func TestClosedClient(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
-		c, err := reentrant.NewClient(b.NewClient(t))
+		c, err := rlock.NewClient(b.NewClient(t))
 		require.NoError(t, err)
 		name := redistest.Name(t)
 		holder := newLock(t, c, name)
@@ -124,12 +124,12 @@ func TestOnePubSubConnectionPerClient(t *testing.T) {
 		ctx := context.Background()
 		c := newClient(t, b)
 		holders := newClient(t, b)
-		base := redistest.Name(t)
+		stem := redistest.Name(t)
 		const locks, perLock = 10, 5
 		got := make(chan error, locks*perLock)
 		var held []*reentrant.Lock
 		for i := range locks {
-			name := base + ":" + string(rune('a'+i))
+			name := stem + ":" + string(rune('a'+i))
 			h := newLock(t, holders, name)
 			require.NoError(t, h.Lock(ctx))
 			held = append(held, h)
@@ -146,8 +146,8 @@ func TestOnePubSubConnectionPerClient(t *testing.T) {
 			// The hub's SUBSCRIBE is queued: wait for it to reach the server.
 			rdb := b.NewClient(t)
 			require.Eventually(t, func() bool {
-				n, err := rdb.PubSubNumSub(ctx, rlock.Channel(base+":a")).Result()
-				return err == nil && n[rlock.Channel(base+":a")] == 1
+				n, err := rdb.PubSubNumSub(ctx, base.Channel(stem+":a")).Result()
+				return err == nil && n[base.Channel(stem+":a")] == 1
 			}, 5*time.Second, time.Millisecond, "one subscription per channel per client")
 		}
 		for _, h := range held {
@@ -156,7 +156,7 @@ func TestOnePubSubConnectionPerClient(t *testing.T) {
 		for range locks * perLock {
 			require.NoError(t, <-got)
 		}
-		require.Eventually(t, func() bool { return c.Waiters() == reentrant.WaiterStats{Connections: 1} }, 5*time.Second, time.Millisecond,
+		require.Eventually(t, func() bool { return c.Waiters() == rlock.WaiterStats{Connections: 1} }, 5*time.Second, time.Millisecond,
 			"no waiters left (their channels linger, then are unsubscribed)")
 	})
 }

@@ -2,6 +2,7 @@ package reentrant_test
 
 import (
 	"context"
+	"github.com/rlock-go/rlock/internal/base"
 	"testing"
 	"time"
 
@@ -24,9 +25,9 @@ func TestSetLeaseSwitchesBetweenWatchdogAndExplicit(t *testing.T) {
 
 		require.NoError(t, l.Lock(ctx))
 		require.NoError(t, l.Lock(ctx))
-		require.Equal(t, 1, c.Watchdog().Stats().Registered)
+		require.Equal(t, 1, c.WatchdogStats().Registered)
 		require.NoError(t, l.SetLease(ctx, 5*time.Second))
-		require.Equal(t, 0, c.Watchdog().Stats().Registered, "an explicit lease is not renewed")
+		require.Equal(t, 0, c.WatchdogStats().Registered, "an explicit lease is not renewed")
 		ttl, err := l.TTL(ctx)
 		require.NoError(t, err)
 		require.Greater(t, ttl, 4*time.Second)
@@ -38,13 +39,13 @@ func TestSetLeaseSwitchesBetweenWatchdogAndExplicit(t *testing.T) {
 		require.Greater(t, ttl, 4*time.Second)
 
 		require.NoError(t, l.SetLease(ctx, rlock.WatchdogMode))
-		require.Equal(t, 1, c.Watchdog().Stats().Registered)
+		require.Equal(t, 1, c.WatchdogStats().Registered)
 		ttl, err = l.TTL(ctx)
 		require.NoError(t, err)
 		require.LessOrEqual(t, ttl, 300*time.Millisecond)
 		require.NoError(t, l.Unlock(ctx))
 		require.NoError(t, l.Err())
-		require.Equal(t, 0, c.Watchdog().Stats().Registered)
+		require.Equal(t, 0, c.WatchdogStats().Registered)
 
 		// A lock lost behind the client's back: SetLease reports it.
 		require.NoError(t, l.Lock(ctx))
@@ -62,7 +63,7 @@ func TestLeasePerAcquisition(t *testing.T) {
 		l := newLock(t, c, redistest.Name(t), reentrant.WithLease(time.Minute))
 
 		require.NoError(t, l.LockLease(ctx, rlock.WatchdogMode))
-		require.Equal(t, 1, c.Watchdog().Stats().Registered, "watchdog mode for this acquisition")
+		require.Equal(t, 1, c.WatchdogStats().Registered, "watchdog mode for this acquisition")
 		require.NoError(t, l.Unlock(ctx))
 
 		require.NoError(t, l.TryLockLease(ctx, 5*time.Second))
@@ -70,7 +71,7 @@ func TestLeasePerAcquisition(t *testing.T) {
 		require.NoError(t, err)
 		require.Greater(t, ttl, 4*time.Second)
 		require.LessOrEqual(t, ttl, 5*time.Second)
-		require.Equal(t, 0, c.Watchdog().Stats().Registered)
+		require.Equal(t, 0, c.WatchdogStats().Registered)
 		require.NoError(t, l.Unlock(ctx))
 
 		require.NoError(t, l.Lock(ctx)) // the handle's own lease again
@@ -112,7 +113,7 @@ func TestFencingTokens(t *testing.T) {
 		require.NoError(t, plain.Lock(ctx))
 		require.Zero(t, plain.Token())
 		require.NoError(t, plain.Unlock(ctx))
-		n, err := b.Universal(t).Exists(ctx, rlock.DerivedKey(rlock.TokenPrefix, plain.Name())).Result()
+		n, err := b.Universal(t).Exists(ctx, base.DerivedKey(base.TokenPrefix, plain.Name())).Result()
 		require.NoError(t, err)
 		require.Zero(t, n)
 	})

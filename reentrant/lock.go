@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/core"
 )
 
@@ -24,7 +25,10 @@ var (
 )
 
 // Option configures a Lock. A nil Option is ignored.
-type Option func(*core.LockConfig) error
+type Option func(*config) error
+
+// config is what the options set.
+type config = core.LockConfig
 
 // WithLease gives the lock an explicit lease: every acquisition sets the
 // lock's TTL to d, and nothing renews it, so the lock is released when d
@@ -34,8 +38,8 @@ type Option func(*core.LockConfig) error
 // client's watchdog renews it (every 10 s by default) for as long as it is
 // held.
 func WithLease(d time.Duration) Option {
-	return func(c *core.LockConfig) error {
-		if err := core.CheckLease(d); err != nil {
+	return func(c *config) error {
+		if err := base.CheckLease(d); err != nil {
 			return err
 		}
 		c.Lease = d
@@ -54,7 +58,7 @@ func WithLease(d time.Duration) Option {
 // Give every handle on a name this option, or the grants of handles
 // without it draw no token.
 func WithFencing() Option {
-	return func(c *core.LockConfig) error {
+	return func(c *config) error {
 		c.Fencing = true
 		return nil
 	}
@@ -63,8 +67,9 @@ func WithFencing() Option {
 // New returns a handle on the lock called name (the name is the Redis key
 // of the lock hash). It does no I/O. It reports ErrInvalidArgument for a
 // nil client, a bad name or a bad option.
-func New(c *Client, name string, opts ...Option) (*Lock, error) {
-	if c == nil {
+func New(c *rlock.Client, name string, opts ...Option) (*Lock, error) {
+	cc, ok := core.Of(c)
+	if !ok {
 		return nil, fmt.Errorf("%w: nil client", rlock.ErrInvalidArgument)
 	}
 	var cfg core.LockConfig
@@ -76,7 +81,7 @@ func New(c *Client, name string, opts ...Option) (*Lock, error) {
 			return nil, err
 		}
 	}
-	l, err := c.c.NewLock(name, cfg)
+	l, err := cc.NewLock(name, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -215,6 +220,26 @@ func (l *Lock) Done() <-chan struct{} { return l.l.Done() }
 // owner's own last release just ran is not a loss: after a successful
 // Unlock, Err is nil.
 func (l *Lock) Err() error { return l.l.Err() }
+
+// Ctx returns the holding period this handle last took part in as a
+// context (as etcd's Session.Ctx): it is cancelled when the holding period
+// ends, and context.Cause then says why: an error wrapping
+// rlock.ErrLockLost after a loss (the error Err returns), context.Canceled
+// after the owner's last Unlock. Before the handle's first acquisition it
+// is already cancelled. Derive the context of work that must stop when the
+// lock is lost from it. It does not derive from the ctx given to Lock;
+// when the work must also stop with that one, merge them (for example with
+// context.AfterFunc).
+func (l *Lock) Ctx() context.Context { return l.l.Ctx() }
+
+// Until returns the time up to which the holding period this handle last
+// took part in is known to last: with an explicit lease, the lease counted
+// from when the acquisition (or the latest call that extended it) was
+// sent; in watchdog mode, the watchdog lease counted from when the last
+// successful renewal was sent. The lock may be held longer; it is held
+// past Until only if a renewal succeeded meanwhile. The zero time once the
+// holding period ended, and before the first acquisition.
+func (l *Lock) Until() time.Time { return l.l.Until() }
 
 // Token returns the fencing token of the holding period this handle last
 // took part in (see WithFencing), or 0 when the handle has no fencing or

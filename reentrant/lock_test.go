@@ -3,6 +3,7 @@ package reentrant_test
 import (
 	"context"
 	"errors"
+	"github.com/rlock-go/rlock/internal/base"
 	"os"
 	"strconv"
 	"sync"
@@ -18,7 +19,6 @@ import (
 	"github.com/rlock-go/rlock/internal/core"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/reentrant"
-	"github.com/rlock-go/rlock/watchdog"
 )
 
 func TestMain(m *testing.M) {
@@ -26,20 +26,20 @@ func TestMain(m *testing.M) {
 }
 
 // newClient returns an rlock client on a fresh go-redis client of b.
-func newClient(t *testing.T, b *redistest.Backend, opts ...reentrant.ClientOption) *reentrant.Client {
+func newClient(t *testing.T, b *redistest.Backend, opts ...rlock.ClientOption) *rlock.Client {
 	t.Helper()
 	return clientOn(t, b.Universal(t), opts...)
 }
 
-func clientOn(t *testing.T, rdb rlock.Redis, opts ...reentrant.ClientOption) *reentrant.Client {
+func clientOn(t *testing.T, rdb rlock.Redis, opts ...rlock.ClientOption) *rlock.Client {
 	t.Helper()
-	c, err := reentrant.NewClient(rdb, opts...)
+	c, err := rlock.NewClient(rdb, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
 
-func newLock(t *testing.T, c *reentrant.Client, name string, opts ...reentrant.Option) *reentrant.Lock {
+func newLock(t *testing.T, c *rlock.Client, name string, opts ...reentrant.Option) *reentrant.Lock {
 	t.Helper()
 	l, err := reentrant.New(c, name, opts...)
 	require.NoError(t, err)
@@ -47,8 +47,8 @@ func newLock(t *testing.T, c *reentrant.Client, name string, opts ...reentrant.O
 }
 
 // shortWatchdog makes watchdog tests run in well under a second per lease.
-func shortWatchdog(lease time.Duration) reentrant.ClientOption {
-	return reentrant.WithWatchdog(watchdog.WithLease(lease))
+func shortWatchdog(lease time.Duration) rlock.ClientOption {
+	return rlock.WithWatchdogLease(lease)
 }
 
 // lockUnlock takes l and releases it again.
@@ -155,7 +155,7 @@ func TestReentryCountsAndResetsTTL(t *testing.T) {
 			require.Greater(t, ttl, 50*time.Second, "re-entry resets the TTL to the lease")
 		}
 
-		sub := rdb.Subscribe(ctx, rlock.Channel(name))
+		sub := rdb.Subscribe(ctx, base.Channel(name))
 		defer sub.Close()
 		_, err = sub.Receive(ctx) // subscription confirmed
 		require.NoError(t, err)
@@ -174,8 +174,8 @@ func TestReentryCountsAndResetsTTL(t *testing.T) {
 		require.Zero(t, n, "the last unlock deletes the key")
 		msg, err := sub.ReceiveMessage(ctx)
 		require.NoError(t, err)
-		require.Equal(t, rlock.Channel(name), msg.Channel)
-		require.Equal(t, rlock.UnlockMessage, msg.Payload)
+		require.Equal(t, base.Channel(name), msg.Channel)
+		require.Equal(t, base.UnlockMessage, msg.Payload)
 		select {
 		case <-l.Done():
 		default:
@@ -241,7 +241,7 @@ func TestLeaseExpiryWakesWaiter(t *testing.T) {
 		holder := newLock(t, newClient(t, b), name, reentrant.WithLease(lease))
 		// The waiter's client polls a lock without expiry only every minute,
 		// so a prompt grant can only come from the TTL bound.
-		waiter := newLock(t, newClient(t, b, reentrant.WithMaxPoll(time.Minute)), name)
+		waiter := newLock(t, newClient(t, b, rlock.WithMaxPoll(time.Minute)), name)
 
 		start := time.Now()
 		require.NoError(t, holder.Lock(ctx))
@@ -267,7 +267,7 @@ func TestWatchdogKeepsLockAlive(t *testing.T) {
 		l := newLock(t, c, name)
 		require.NoError(t, l.Lock(ctx))
 		require.NoError(t, l.Lock(ctx)) // re-entry: still one registration
-		require.Equal(t, 1, c.Watchdog().Stats().Registered)
+		require.Equal(t, 1, c.WatchdogStats().Registered)
 
 		// Watch for 4 leases: the lock must stay held throughout.
 		end := time.Now().Add(4 * lease)
@@ -279,7 +279,7 @@ func TestWatchdogKeepsLockAlive(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, held, "lost the lock %v after acquiring", time.Until(end)-4*lease)
 		}
-		require.GreaterOrEqual(t, c.Watchdog().Stats().Renewed, uint64(8))
+		require.GreaterOrEqual(t, c.WatchdogStats().Renewed, uint64(8))
 		select {
 		case <-l.Done():
 			t.Fatalf("Done closed while held: %v", l.Err())
@@ -287,9 +287,9 @@ func TestWatchdogKeepsLockAlive(t *testing.T) {
 		}
 
 		require.NoError(t, l.Unlock(ctx))
-		require.Equal(t, 1, c.Watchdog().Stats().Registered, "one hold left")
+		require.Equal(t, 1, c.WatchdogStats().Registered, "one hold left")
 		require.NoError(t, l.Unlock(ctx))
-		require.Zero(t, c.Watchdog().Stats().Registered, "renewal stops at the last unlock")
+		require.Zero(t, c.WatchdogStats().Registered, "renewal stops at the last unlock")
 		<-l.Done()
 		require.NoError(t, l.Err())
 	})
@@ -312,7 +312,7 @@ func TestHelperHolder(t *testing.T) {
 	leaseMS, err := strconv.Atoi(args[2])
 	require.NoError(t, err)
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	c, err := reentrant.NewClient(rdb, shortWatchdog(time.Duration(leaseMS)*time.Millisecond))
+	c, err := rlock.NewClient(rdb, shortWatchdog(time.Duration(leaseMS)*time.Millisecond))
 	require.NoError(t, err)
 	l, err := reentrant.New(c, name)
 	require.NoError(t, err)
@@ -442,7 +442,7 @@ func TestGrantAfterDeadlineIsReleased(t *testing.T) {
 		require.NoError(t, l.Unlock(ctx))
 
 		direct := b.NewClient(t)
-		sub := direct.Subscribe(ctx, rlock.Channel(name))
+		sub := direct.Subscribe(ctx, base.Channel(name))
 		defer sub.Close()
 		_, err := sub.Receive(ctx)
 		require.NoError(t, err)
@@ -461,7 +461,7 @@ func TestGrantAfterDeadlineIsReleased(t *testing.T) {
 		defer cancel2()
 		msg, err := sub.ReceiveMessage(rctx)
 		require.NoError(t, err)
-		require.Equal(t, rlock.UnlockMessage, msg.Payload)
+		require.Equal(t, base.UnlockMessage, msg.Payload)
 		proxy.SetLatency(0)
 		locked, err := l.IsLocked(ctx)
 		require.NoError(t, err)
@@ -507,8 +507,8 @@ func TestLateGrantIsNeverLeaked(t *testing.T) {
 // Redis; tests of the script paths run under each.
 var clientVariants = []struct {
 	name string
-	opts []reentrant.ClientOption
-}{{"plain", nil}, {"auto-pipeline", []reentrant.ClientOption{reentrant.WithAutoPipeline()}}}
+	opts []rlock.ClientOption
+}{{"plain", nil}, {"auto-pipeline", []rlock.ClientOption{rlock.WithAutoPipeline()}}}
 
 // TestHammerMutualExclusion: 100 goroutines over four clients take one
 // lock once each; also with the scripts sent through go-redis's
@@ -521,11 +521,11 @@ func TestHammerMutualExclusion(t *testing.T) {
 	})
 }
 
-func testHammerMutualExclusion(t *testing.T, b *redistest.Backend, opts ...reentrant.ClientOption) {
+func testHammerMutualExclusion(t *testing.T, b *redistest.Backend, opts ...rlock.ClientOption) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	name := redistest.Name(t)
-	clients := make([]*reentrant.Client, 4)
+	clients := make([]*rlock.Client, 4)
 	for i := range clients {
 		clients[i] = newClient(t, b, opts...)
 	}
@@ -579,7 +579,7 @@ func TestRestartReportsLoss(t *testing.T) {
 			t.Fatal("the holder was not told the lock was lost")
 		}
 		require.ErrorIs(t, l.Err(), rlock.ErrLockLost)
-		require.Zero(t, c.Watchdog().Stats().Registered)
+		require.Zero(t, c.WatchdogStats().Registered)
 		require.ErrorIs(t, l.Unlock(ctx), rlock.ErrNotHeld)
 		// The client recovers: the lock can be taken again (scripts reload).
 		require.NoError(t, l.Lock(ctx))
@@ -639,7 +639,7 @@ func TestFailedLastUnlockStopsRenewal(t *testing.T) {
 		require.NotErrorIs(t, err, rlock.ErrNotHeld)
 		<-l.Done()
 		require.ErrorIs(t, l.Err(), rlock.ErrLockLost)
-		require.Zero(t, c.Watchdog().Stats().Registered)
+		require.Zero(t, c.WatchdogStats().Registered)
 		proxy.Blackhole(false)
 		proxy.ResetAll()
 

@@ -23,7 +23,7 @@ import (
 
 // warmScripts loads every script on c's server, so that a dropped reply
 // hits an EVALSHA that ran.
-func warmScripts(t *testing.T, c *reentrant.Client) {
+func warmScripts(t *testing.T, c *rlock.Client) {
 	t.Helper()
 	ctx := context.Background()
 	warm := newLock(t, c, "warm:"+strconv.FormatInt(time.Now().UnixNano(), 36))
@@ -224,7 +224,7 @@ func TestWakeUpOfFailedAttemptIsPassedOn(t *testing.T) {
 		rdb := b.NewClient(t)
 		scriptsDone := &scriptCounter{}
 		rdb.AddHook(scriptsDone)
-		c := clientOn(t, rdb, reentrant.WithMaxPoll(time.Minute))
+		c := clientOn(t, rdb, rlock.WithMaxPoll(time.Minute))
 		holder := newLock(t, newClient(t, b), name)
 		require.NoError(t, holder.Lock(ctx)) // a 30 s lease
 
@@ -345,9 +345,9 @@ func TestCleanUnlockIsNotReportedAsLoss(t *testing.T) {
 		// renews and finds the lock gone. go-redis then re-sends the
 		// release, which answers from its latch.
 		proxy.DropNextReplyThen("evalsha", func() {
-			lost := c.Watchdog().Stats().Lost
+			lost := c.WatchdogStats().Lost
 			deadline := time.Now().Add(5 * time.Second)
-			for c.Watchdog().Stats().Lost == lost && time.Now().Before(deadline) {
+			for c.WatchdogStats().Lost == lost && time.Now().Before(deadline) {
 				time.Sleep(time.Millisecond) // polling a counter, not synchronising
 			}
 		})
@@ -392,7 +392,7 @@ func TestUnlockAfterCloseReleases(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		name := redistest.Name(t)
-		c, err := reentrant.NewClient(b.NewClient(t))
+		c, err := rlock.NewClient(b.NewClient(t))
 		require.NoError(t, err)
 		l := newLock(t, c, name)
 		require.NoError(t, l.Lock(ctx))

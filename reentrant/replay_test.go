@@ -26,7 +26,7 @@ func TestLostReplyChangesStateOnce(t *testing.T) {
 	})
 }
 
-func testLostReplyChangesStateOnce(t *testing.T, b *redistest.Backend, opts ...reentrant.ClientOption) {
+func testLostReplyChangesStateOnce(t *testing.T, b *redistest.Backend, opts ...rlock.ClientOption) {
 	ctx := context.Background()
 	name := redistest.Name(t)
 	direct := b.NewClient(t)
@@ -60,8 +60,8 @@ func testLostReplyChangesStateOnce(t *testing.T, b *redistest.Backend, opts ...r
 	dropped := proxy.Dropped()
 	proxy.DropNextReply("evalsha")
 	require.Eventually(t, func() bool { return proxy.Dropped() == dropped+1 }, 5*time.Second, time.Millisecond)
-	renewed := c.Watchdog().Stats().Renewed
-	require.Eventually(t, func() bool { return c.Watchdog().Stats().Renewed > renewed+1 }, 5*time.Second, time.Millisecond)
+	renewed := c.WatchdogStats().Renewed
+	require.Eventually(t, func() bool { return c.WatchdogStats().Renewed > renewed+1 }, 5*time.Second, time.Millisecond)
 	require.Equal(t, 1, holdCount(t, direct, name, field), "renewal")
 	require.NoError(t, l.Err(), "a lost renewal reply is not a lost lock")
 

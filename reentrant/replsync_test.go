@@ -26,7 +26,7 @@ func TestReplicaSyncUndoesUnreplicatedAcquisition(t *testing.T) {
 	r := redistest.StartReplicated(t)
 	ctx := context.Background()
 	rdb := r.Master.NewClient(t)
-	c := clientOn(t, rdb, reentrant.WithReplicaSync(150*time.Millisecond))
+	c := clientOn(t, rdb, rlock.WithReplicaSync(150*time.Millisecond))
 	d, on := c.ReplicaSync()
 	require.True(t, on)
 	require.Equal(t, 150*time.Millisecond, d)
@@ -54,14 +54,14 @@ func TestReplicaSyncUndoesUnreplicatedAcquisition(t *testing.T) {
 	require.NoError(t, <-done)
 	require.NoError(t, l.Unlock(ctx))
 
-	off := newLock(t, clientOn(t, rdb, reentrant.WithoutReplicaSync()), name)
+	off := newLock(t, clientOn(t, rdb, rlock.WithoutReplicaSync()), name)
 	r.Replica.Freeze()
 	defer r.Replica.Thaw()
 	require.NoError(t, off.TryLock(ctx), "without replica sync nothing is waited for")
 	require.NoError(t, off.Unlock(ctx))
 }
 
-func newFair(t *testing.T, c *reentrant.Client, name string) *fair.Lock {
+func newFair(t *testing.T, c *rlock.Client, name string) *fair.Lock {
 	t.Helper()
 	l, err := fair.New(c, name)
 	require.NoError(t, err)
@@ -128,7 +128,7 @@ func TestReplicaSyncNotSilentlyOffWithShortReadTimeout(t *testing.T) {
 	require.Equal(t, 500*time.Millisecond, d)
 
 	// An explicit timeout that does not fit is still refused.
-	_, err := reentrant.NewClient(rdb, reentrant.WithReplicaSync(200*time.Millisecond))
+	_, err := rlock.NewClient(rdb, rlock.WithReplicaSync(200*time.Millisecond))
 	require.ErrorIs(t, err, rlock.ErrInvalidArgument)
 }
 
@@ -156,7 +156,7 @@ func TestReplicaSyncOffIsLogged(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ReadTimeout: time.Millisecond})
 	t.Cleanup(func() { _ = rdb.Close() })
 	var logs syncBuffer
-	c := clientOn(t, rdb, reentrant.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	c := clientOn(t, rdb, rlock.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	_, on := c.ReplicaSync()
 	require.False(t, on)
 	require.Contains(t, logs.String(), "level=WARN")

@@ -3,6 +3,7 @@ package reentrant_test
 import (
 	"context"
 	"fmt"
+	"github.com/rlock-go/rlock"
 	"net"
 	"slices"
 	"strings"
@@ -14,8 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock-go/rlock/internal/redistest"
-	"github.com/rlock-go/rlock/reentrant"
-	"github.com/rlock-go/rlock/watchdog"
 )
 
 // holdRenewal is a go-redis hook that stops the first watchdog renewal
@@ -93,7 +92,7 @@ func TestSetLeaseOutlastsARenewalInFlight(t *testing.T) {
 		}
 		rdb := b.NewClient(t)
 		rdb.AddHook(hook)
-		c := clientOn(t, rdb, reentrant.WithWatchdog(watchdog.WithLease(wdLease), watchdog.WithInterval(20*time.Millisecond)))
+		c := clientOn(t, rdb, rlock.WithWatchdogLease(wdLease), rlock.WithWatchdogInterval(20*time.Millisecond))
 		l := newLock(t, c, redistest.Name(t))
 		require.NoError(t, l.Lock(ctx))
 		<-hook.inFlight

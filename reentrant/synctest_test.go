@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/core"
 	"github.com/rlock-go/rlock/reentrant"
 	"github.com/rlock-go/rlock/watchdog"
 )
@@ -40,8 +41,9 @@ func TestDefaultWatchdogOverMinutes(t *testing.T) {
 	inBubble(t, func(t *testing.T, newRDB func() *redis.Client) {
 		ctx := context.Background()
 		c := clientOn(t, newRDB())
-		require.Equal(t, watchdog.DefaultLease, c.Watchdog().LeaseDuration())
-		require.Equal(t, 10*time.Second, c.Watchdog().Interval())
+		cc, _ := core.Of(c)
+		require.Equal(t, watchdog.DefaultLease, cc.Watchdog().LeaseDuration())
+		require.Equal(t, 10*time.Second, cc.Watchdog().Interval())
 		l := newLock(t, c, "orders:42")
 		other := newLock(t, clientOn(t, newRDB()), "orders:42")
 		require.NoError(t, l.Lock(ctx))
@@ -55,14 +57,14 @@ func TestDefaultWatchdogOverMinutes(t *testing.T) {
 			require.NoError(t, err)
 			require.Greater(t, ttl, 15*time.Second, "renewed every 10 s to 30 s")
 		}
-		require.GreaterOrEqual(t, c.Watchdog().Stats().Renewed, uint64(29))
+		require.GreaterOrEqual(t, c.WatchdogStats().Renewed, uint64(29))
 		require.NoError(t, l.Err())
 
 		require.NoError(t, l.Unlock(ctx))
-		rounds := c.Watchdog().Stats().Rounds
+		rounds := c.WatchdogStats().Rounds
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		require.Equal(t, rounds, c.Watchdog().Stats().Rounds, "no renewal after the last unlock")
+		require.Equal(t, rounds, c.WatchdogStats().Rounds, "no renewal after the last unlock")
 		<-l.Done()
 		require.NoError(t, l.Err())
 	})

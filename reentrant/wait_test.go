@@ -2,6 +2,7 @@ package reentrant_test
 
 import (
 	"context"
+	"github.com/rlock-go/rlock"
 	"testing"
 	"time"
 
@@ -9,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock-go/rlock/internal/redistest"
-	"github.com/rlock-go/rlock/reentrant"
 )
 
 // TestLocalWaitersGrantedInArrivalOrder: the waiters of one client queue
@@ -91,7 +91,7 @@ func TestManyWaitersManyLocks(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		base := redistest.Name(t)
-		clients := []*reentrant.Client{newClient(t, b), newClient(t, b)}
+		clients := []*rlock.Client{newClient(t, b), newClient(t, b)}
 		const locks, perLock = 20, 10
 		errs := make(chan error, locks*perLock)
 		for i := range locks * perLock {

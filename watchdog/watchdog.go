@@ -61,133 +61,26 @@
 // out before any renewal could reach its node (added while the node's
 // round was stuck) says so ("ran out before a renewal could reach" the
 // node). Every report wraps rlock.ErrLockLost.
+
 package watchdog
 
-import (
-	"context"
-	"fmt"
-	"log/slog"
-	"strconv"
-	"sync"
-	"sync/atomic"
-	"time"
+import "time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/rlock-go/rlock"
-)
-
-// Defaults.
+// Defaults of the client options that configure the watchdog
+// (rlock.WithWatchdogLease, rlock.WithWatchdogInterval,
+// rlock.WithWatchdogBatchSize).
 const (
-	DefaultLease     = 30 * time.Second
+	// DefaultLease is the lease a watchdog-mode hold gets and every
+	// renewal sets again: Redisson's lockWatchdogTimeout.
+	DefaultLease = 30 * time.Second
+	// DefaultBatchSize is how many locks one renewal script call carries.
 	DefaultBatchSize = 100
 )
 
-// Option configures a Scheduler. A nil Option is ignored.
-type Option func(*Scheduler) error
+// The default interval between two renewals of a lock is a third of the
+// watchdog lease: 10 s with DefaultLease.
 
-// WithLease sets the lease each renewal sets (default DefaultLease). It must
-// be at least 3 ms.
-func WithLease(d time.Duration) Option {
-	return func(s *Scheduler) error {
-		if d < 3*time.Millisecond {
-			return fmt.Errorf("%w: watchdog lease %v is less than 3ms", rlock.ErrInvalidArgument, d)
-		}
-		s.lease = d
-		return nil
-	}
-}
-
-// WithInterval sets how often every lock is renewed (default lease/3). It
-// must be positive and less than the lease. It also bounds how long one
-// node's renewal round is waited for before it counts as failed.
-func WithInterval(d time.Duration) Option {
-	return func(s *Scheduler) error {
-		if d <= 0 {
-			return fmt.Errorf("%w: watchdog interval %v is not positive", rlock.ErrInvalidArgument, d)
-		}
-		s.interval = d
-		return nil
-	}
-}
-
-// WithBatchSize sets how many locks one renewal script call carries at most
-// (default DefaultBatchSize); a node's calls of one tick go out in one
-// pipeline. It must be between 1 and 10000.
-func WithBatchSize(n int) Option {
-	return func(s *Scheduler) error {
-		if n < 1 || n > 10000 {
-			return fmt.Errorf("%w: watchdog batch size %d is not in [1, 10000]", rlock.ErrInvalidArgument, n)
-		}
-		s.batch = n
-		return nil
-	}
-}
-
-// WithLogger sets where renewal errors are logged (default: nowhere; loss
-// is reported to holders either way).
-func WithLogger(l *slog.Logger) Option {
-	return func(s *Scheduler) error {
-		s.log = l
-		return nil
-	}
-}
-
-// Scheduler renews the leases of a client's held locks. Create it with New;
-// it is safe for concurrent use.
-type Scheduler struct {
-	route    router
-	lease    time.Duration
-	leaseArg string // the lease in milliseconds, the script's argument
-	interval time.Duration
-	retry    time.Duration
-	batch    int
-	log      *slog.Logger
-
-	ctx    context.Context // of every renewal; cancelled by Close
-	cancel context.CancelFunc
-
-	mu      sync.Mutex
-	all     []*Lease   // every registered lease
-	cohorts cohortHeap // the leases by when they run out (see expiry.go)
-	lastAdd *cohort    // the cohort of the latest Add
-	running bool       // the loop goroutine exists
-	wake    chan struct{}
-	closing chan struct{}
-	closed  bool
-	wg      sync.WaitGroup
-	stats   Stats
-
-	seq uint64 // node rounds started; owned by the loop goroutine
-
-	idle *sync.Cond // on mu; broadcast when a round's requests are answered
-}
-
-// Lease is one lock's registration with the scheduler.
-type Lease struct {
-	s     *Scheduler
-	key   string
-	field string
-	slot  int // the key's hash slot, on a cluster
-	// key and field boxed once, for the renewal commands' arguments
-	keyArg, fieldArg any
-	lost             func(error)
-
-	// Guarded by s.mu.
-	pos        int       // index in s.all; -1 once no longer registered
-	base       time.Time // when the last successful renewal (or the acquire) was sent
-	c          *cohort   // runs out with it: at base + lease, or up to addMerge earlier
-	prev, next *Lease    // in c's list
-
-	// Owned by the loop goroutine.
-	inflight atomic.Int32 // rounds carrying it whose requests are not answered yet
-
-	lastErr error  // why the last renewal round failed; nil after a success
-	node    string // the node the last round was meant for
-	mark    uint64 // the last round it was put in (drops duplicates)
-}
-
-// Stats counts what a scheduler has done.
+// Stats counts what a client's watchdog has done (rlock.Client.WatchdogStats).
 type Stats struct {
 	Registered int    // locks registered now
 	Rounds     uint64 // renewal rounds dispatched (ticks and retries)
@@ -206,140 +99,4 @@ type Stats struct {
 	Ticks       uint64
 	TickTime    time.Duration
 	MaxTickTime time.Duration
-}
-
-// New returns a scheduler that renews through rdb: a *redis.Client, a
-// *redis.ClusterClient or a *redis.Ring is renewed node by node as the
-// package doc says; any other redis.Scripter is treated as one server. New
-// does no I/O and starts no goroutine until the first Add. It reports
-// ErrInvalidArgument for a nil rdb or a bad option.
-func New(rdb redis.Scripter, opts ...Option) (*Scheduler, error) {
-	if rdb == nil {
-		return nil, fmt.Errorf("%w: nil Redis client", rlock.ErrInvalidArgument)
-	}
-	s := &Scheduler{
-		lease:   DefaultLease,
-		batch:   DefaultBatchSize,
-		log:     slog.New(slog.DiscardHandler),
-		wake:    make(chan struct{}, 1),
-		closing: make(chan struct{}),
-	}
-	s.idle = sync.NewCond(&s.mu)
-	for _, o := range opts {
-		if o == nil {
-			continue
-		}
-		if err := o(s); err != nil {
-			return nil, err
-		}
-	}
-	if s.interval == 0 {
-		s.interval = s.lease / 3
-	}
-	if s.interval >= s.lease {
-		return nil, fmt.Errorf("%w: watchdog interval %v is not less than the lease %v", rlock.ErrInvalidArgument, s.interval, s.lease)
-	}
-	s.retry = min(max(s.interval/4, time.Millisecond), time.Second)
-	s.leaseArg = strconv.FormatInt(s.lease.Milliseconds(), 10)
-	s.route = newRouter(rdb)
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	return s, nil
-}
-
-// LeaseDuration returns the lease each renewal sets.
-func (s *Scheduler) LeaseDuration() time.Duration { return s.lease }
-
-// Interval returns the time between renewal rounds.
-func (s *Scheduler) Interval() time.Duration { return s.interval }
-
-// Add registers a lock for renewal: key is the lock hash, field the owner
-// field that holds it, and sent the moment the acquire that set the current
-// lease was sent (the lease is counted from there). lost is called once, from
-// a scheduler goroutine, if the lock is found lost; it must not block. The
-// registration ends with Stop, with loss, or with Close. Add after Close
-// reports lost at once with rlock.ErrClosed.
-func (s *Scheduler) Add(key, field string, sent time.Time, lost func(error)) *Lease {
-	l := &Lease{s: s, key: key, field: field, keyArg: key, fieldArg: field, lost: lost, pos: -1, base: sent}
-	if s.route.slotted() {
-		l.slot = rlock.Slot(key)
-	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		lost(fmt.Errorf("%w: %w", rlock.ErrLockLost, rlock.ErrClosed))
-		return l
-	}
-	earlier := s.register(l, sent.Add(s.lease))
-	switch {
-	case !s.running:
-		s.running = true
-		s.wg.Add(1)
-		go newLoop(s).run()
-	case earlier: // the loop's timer may be set later
-		select {
-		case s.wake <- struct{}{}:
-		default:
-		}
-	}
-	s.mu.Unlock()
-	return l
-}
-
-// Stop ends the registration: the lock is no longer renewed. A renewal
-// already in flight may still extend it, which is harmless when the lock is
-// being released (renewal only extends a lock still held by the same owner
-// field), but not when an explicit lease is set next: see StopAndWait.
-// Stop is idempotent.
-func (l *Lease) Stop() {
-	s := l.s
-	s.mu.Lock()
-	if l.pos >= 0 {
-		s.unregister(l)
-	}
-	s.mu.Unlock()
-}
-
-// StopAndWait is Stop, then waits until every renewal of the lock already
-// on its way is answered (as long as that round trip takes), so that a
-// command the caller sends next runs after it on the server: a renewal must
-// not restore the watchdog's lease over an explicit one set next.
-func (l *Lease) StopAndWait() {
-	s := l.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if l.pos >= 0 {
-		s.unregister(l)
-	}
-	for l.inflight.Load() > 0 {
-		s.idle.Wait()
-	}
-}
-
-// Close stops all renewal and waits for the scheduler's goroutines to exit.
-// A renewal in flight is cancelled, but go-redis may hold it until the
-// client's ReadTimeout on a frozen server, and Close waits for it.
-// Registered locks are not reported lost; they expire within one lease
-// unless released. Close is idempotent.
-func (s *Scheduler) Close() {
-	s.mu.Lock()
-	if !s.closed {
-		s.closed = true
-		for _, l := range s.all {
-			l.pos = -1
-		}
-		s.all, s.cohorts, s.lastAdd = nil, nil, nil
-		close(s.closing)
-		s.cancel()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
-}
-
-// Stats returns a snapshot of the scheduler's counters.
-func (s *Scheduler) Stats() Stats {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.stats
-	st.Registered = len(s.all)
-	return st
 }

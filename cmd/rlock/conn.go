@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/rlock-go/rlock/internal/base"
 	"net"
 	"net/url"
 	"strconv"
@@ -11,8 +12,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/rlock-go/rlock"
 )
 
 // defaultRedisURL is where inspect and unlock connect without --redis or
@@ -184,7 +183,7 @@ func lockName(args []string) (string, error) {
 	default:
 		return "", usageError("one lock NAME expected, got %d arguments", len(args))
 	}
-	if err := rlock.ValidateName(args[0]); err != nil {
+	if err := base.ValidateName(args[0]); err != nil {
 		return "", usageError("bad lock name: %v", err)
 	}
 	return args[0], nil

@@ -60,7 +60,7 @@ var lockKinds = []lockKind{
 		return multilock.New(members)
 	}},
 	{name: "redlock", redlock: true, newLocker: func(svc *service, name string) (rlock.Locker, error) {
-		return redlock.New(name, svc.redlock)
+		return redlock.New(svc.redlock, name)
 	}},
 }
 
@@ -68,10 +68,10 @@ var lockKinds = []lockKind{
 // client, as separate processes would have.
 type service struct {
 	rdb redis.UniversalClient
-	rl  *reentrant.Client
+	rl  *rlock.Client
 	// redlock has one rlock client per RedLock node, for kinds with redlock
 	// set; nil otherwise.
-	redlock []*reentrant.Client
+	redlock []*rlock.Client
 	conns   []redis.UniversalClient // every go-redis client, rdb first
 }
 
@@ -334,14 +334,14 @@ func newService(tgt *target, nodes []*target) (*service, error) {
 	s := &service{rdb: tgt.newClient()}
 	s.conns = append(s.conns, s.rdb)
 	var err error
-	if s.rl, err = reentrant.NewClient(s.rdb); err != nil {
+	if s.rl, err = rlock.NewClient(s.rdb); err != nil {
 		s.closeConns()
 		return nil, err
 	}
 	for _, n := range nodes {
 		rdb := n.newClient()
 		s.conns = append(s.conns, rdb)
-		c, err := reentrant.NewClient(rdb)
+		c, err := rlock.NewClient(rdb)
 		if err != nil {
 			s.closeLocks()
 			s.closeConns()

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rlock-go/rlock/internal/base"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,7 +107,7 @@ func startCluster(t *testing.T) string {
 // lease and returns the handle's owner field.
 func hold(t *testing.T, rdb rlock.Redis, clientID, owner, name string, times int) (*reentrant.Lock, string) {
 	t.Helper()
-	c, err := reentrant.NewClient(rdb, reentrant.WithClientID(clientID))
+	c, err := rlock.NewClient(rdb, rlock.WithClientID(clientID))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	l, err := reentrant.New(c, name, reentrant.WithLease(time.Minute))
@@ -232,7 +233,7 @@ func TestInspect(t *testing.T) {
 		require.NoError(t, rdb.ZAdd(ctx, k.Timeout,
 			redis.Z{Member: "client-b:w1", Score: float64(now.Add(-5 * time.Second).UnixMilli())},
 			redis.Z{Member: "client-c:w2", Score: float64(now.Add(30 * time.Second).UnixMilli())}).Err())
-		ps := rdb.Subscribe(ctx, rlock.Channel(name))
+		ps := rdb.Subscribe(ctx, base.Channel(name))
 		t.Cleanup(func() { _ = ps.Close() })
 		_, err := ps.Receive(ctx)
 		require.NoError(t, err)
@@ -250,19 +251,19 @@ func TestInspect(t *testing.T) {
 		require.NotNil(t, j.Token)
 		require.EqualValues(t, 41, *j.Token)
 		require.EqualValues(t, 1, j.Subscribers)
-		require.Equal(t, rlock.Channel(name), j.Channel)
+		require.Equal(t, base.Channel(name), j.Channel)
 		require.Len(t, j.Queue, 2)
 		require.True(t, j.Queue[0].Overdue)
 		require.Less(t, *j.Queue[0].InMillis, int64(0))
 		require.False(t, j.Queue[1].Overdue)
 		require.Greater(t, *j.Queue[1].InMillis, int64(20_000))
-		require.Equal(t, rlock.Channel(name)+":client-c:w2", j.Queue[1].Channel)
+		require.Equal(t, base.Channel(name)+":client-c:w2", j.Queue[1].Channel)
 
 		code, out, errOut = runBin(t, "", "inspect", redisURL(b), name)
 		require.Equal(t, 0, code, errOut)
 		for _, want := range []string{
 			"lock         " + name, "state        held, TTL ", "holders      " + field + "  2 holds",
-			"client client-a, owner worker-1", "token        41", "subscribers  1 client on " + rlock.Channel(name),
+			"client client-a, owner worker-1", "token        41", "subscribers  1 client on " + base.Channel(name),
 			"fair queue   2 waiters, head first", " 1. client-b:w1", "(overdue", " 2. client-c:w2", "(in ", "0 clients subscribed",
 		} {
 			require.Contains(t, out, want)
@@ -286,7 +287,7 @@ func TestInspectFree(t *testing.T) {
 		require.NoError(t, err)
 		delete(got, "time")
 		require.Equal(t, map[string]any{"name": "cli-free", "locked": false, "holders": []any{}, "ttl_ms": nil,
-			"no_expiry": false, "token": nil, "channel": rlock.Channel("cli-free"), "subscribers": float64(0),
+			"no_expiry": false, "token": nil, "channel": base.Channel("cli-free"), "subscribers": float64(0),
 			"queue": []any{}}, got)
 	})
 }
@@ -324,7 +325,7 @@ func TestCluster(t *testing.T) {
 		t.Cleanup(func() { _ = rdb.Close() })
 		const name = "{orders}:cli"
 		_, field := hold(t, rdb, "client-a", "w", name, 1)
-		ps := rdb.Subscribe(context.Background(), rlock.Channel(name))
+		ps := rdb.Subscribe(context.Background(), base.Channel(name))
 		t.Cleanup(func() { _ = ps.Close() })
 		_, err := ps.Receive(context.Background())
 		require.NoError(t, err)
@@ -335,7 +336,7 @@ func TestCluster(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(out), &j), out)
 		require.Equal(t, field, j.Holders[0].Field)
 		require.EqualValues(t, 1, j.Subscribers)
-		require.Equal(t, rlock.ChannelPrefix+":{orders}:cli", j.Channel)
+		require.Equal(t, base.ChannelPrefix+":{orders}:cli", j.Channel)
 	})
 }
 
@@ -406,7 +407,7 @@ func TestUnlockForceFair(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		const name = "cli-unlock-fair"
-		c, err := reentrant.NewClient(b.NewClient(t), reentrant.WithMaxPoll(time.Hour))
+		c, err := rlock.NewClient(b.NewClient(t), rlock.WithMaxPoll(time.Hour))
 		require.NoError(t, err)
 		defer c.Close()
 		holder, err := fair.New(c, name, fair.WithLease(time.Hour))
@@ -493,7 +494,7 @@ func TestUnlockConfirm(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	b := redistest.Mini(t)
 	r := redisURL(b)
-	long := strings.Repeat("x", rlock.MaxNameLen+1)
+	long := strings.Repeat("x", base.MaxNameLen+1)
 	for _, tc := range []struct {
 		args []string
 		code int

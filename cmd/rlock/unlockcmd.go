@@ -10,7 +10,6 @@ import (
 	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/internal/core"
 	"github.com/rlock-go/rlock/internal/inspect"
-	"github.com/rlock-go/rlock/reentrant"
 )
 
 const unlockHelp = `Usage: rlock unlock --force [--yes] [flags] NAME
@@ -93,7 +92,7 @@ func unlockCmd(ctx context.Context, args []string, e env) error {
 	// holders shown still hold it, checked and deleted in one script. A
 	// fair lock's force unlock wakes the head of its queue; the reentrant
 	// one publishes on the lock channel.
-	c, err := reentrant.NewClient(rdb)
+	c, err := rlock.NewClient(rdb)
 	if err != nil {
 		return err
 	}

@@ -6,9 +6,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/base"
+	"github.com/rlock-go/rlock/internal/lua"
 	"github.com/rlock-go/rlock/internal/replsync"
-	"github.com/rlock-go/rlock/scripts"
 )
 
 // States of an attempt that runs in the background (see attempt).
@@ -53,7 +53,7 @@ func (l *Lock) attemptLocked(ctx context.Context, h *hold, lease time.Duration, 
 	if err := l.settleLocked(ctx, h); err != nil {
 		return 0, err
 	}
-	watchdogMode := lease == rlock.WatchdogMode
+	watchdogMode := lease == base.WatchdogMode
 	if watchdogMode {
 		lease = l.c.wd.LeaseDuration()
 	}
@@ -102,6 +102,7 @@ func (l *Lock) attemptLocked(ctx context.Context, h *hold, lease time.Duration, 
 		g.Reentry = res[1] > 1 // the server's count: it held before this grant
 		ep := h.ep.Load()
 		g.Done, g.Err = ep.done, ep.error
+		g.Ctx, g.Until = ep.ctx, ep.knownUntil
 	}
 	return ttl, err
 }
@@ -110,10 +111,10 @@ func (l *Lock) attemptLocked(ctx context.Context, h *hold, lease time.Duration, 
 // owner still holds the lock, and when the renewal was sent.
 func (l *Lock) stillHeld(ctx context.Context, h *hold, lease time.Duration) (bool, time.Time, error) {
 	sent := time.Now()
-	res, err := l.c.run(context.WithoutCancel(ctx), scripts.Renew, []string{l.name},
+	res, err := l.c.run(context.WithoutCancel(ctx), lua.Renew, []string{l.name},
 		lease.Milliseconds(), h.key.field).Int64Slice()
 	if err == nil && len(res) != 1 {
-		err = fmt.Errorf("%w: renew script replied %v", rlock.ErrUnexpectedReply, res)
+		err = fmt.Errorf("%w: renew script replied %v", base.ErrUnexpectedReply, res)
 	}
 	return err == nil && res[0] == 1, sent, err
 }
@@ -132,7 +133,7 @@ func (l *Lock) grantExpired(h *hold) (time.Duration, error) {
 // re-entry: it ends the holding period and returns the loss.
 func (l *Lock) lostAtReentry(h *hold, why string) error {
 	h.setCount(0)
-	lost := fmt.Errorf("%w: %q %s", rlock.ErrLockLost, l.name, why)
+	lost := fmt.Errorf("%w: %q %s", base.ErrLockLost, l.name, why)
 	h.stopRenewal(lost)
 	return lost
 }
@@ -140,10 +141,10 @@ func (l *Lock) lostAtReentry(h *hold, why string) error {
 // runAcquire sends the acquire script of the lock's kind and checks the
 // shape of its reply: {1, holds, token}, {0, wait} or {-1, 0}.
 func (l *Lock) runAcquire(ctx context.Context, h *hold, lease time.Duration, join bool) ([]int64, replsync.Result, error, error) {
-	script, args := scripts.Lock, []any{lease.Milliseconds(), h.key.field, h.count, boolArg(l.cfg.Fencing)}
+	script, args := lua.Lock, []any{lease.Milliseconds(), h.key.field, h.count, boolArg(l.cfg.Fencing)}
 	if l.cfg.Kind == Fair {
-		script = scripts.FairLock
-		args = append(args, l.cfg.QueueTimeout.Milliseconds(), boolArg(join), l.channel, rlock.UnlockMessage)
+		script = lua.FairLock
+		args = append(args, l.cfg.QueueTimeout.Milliseconds(), boolArg(join), l.channel, base.UnlockMessage)
 	}
 	cmd, sync, syncErr := l.c.runAcquire(context.WithoutCancel(ctx), script, l.keys, args...)
 	res, err := cmd.Int64Slice()
@@ -154,7 +155,7 @@ func (l *Lock) runAcquire(ctx context.Context, h *hold, lease time.Duration, joi
 	case len(res) == 3 && res[0] == 1 && res[1] >= 1 && res[2] >= 0:
 	case len(res) == 2 && (res[0] == 0 || res[0] == -1):
 	default:
-		return nil, sync, nil, fmt.Errorf("%w: acquire script replied %v", rlock.ErrUnexpectedReply, res)
+		return nil, sync, nil, fmt.Errorf("%w: acquire script replied %v", base.ErrUnexpectedReply, res)
 	}
 	return res, sync, syncErr, nil
 }
@@ -162,9 +163,9 @@ func (l *Lock) runAcquire(ctx context.Context, h *hold, lease time.Duration, joi
 // undoUnreplicated releases a grant that no replica is known to have (a
 // failover now could hand the lock to someone else) and says why.
 func (l *Lock) undoUnreplicated(ctx context.Context, h *hold, holds int64, sync replsync.Result, syncErr error) error {
-	why := fmt.Errorf("%w: none of %d replicas acknowledged %q within %v", rlock.ErrNotReplicated, sync.Replicas, l.name, l.c.sync.Timeout())
+	why := fmt.Errorf("%w: none of %d replicas acknowledged %q within %v", base.ErrNotReplicated, sync.Replicas, l.name, l.c.sync.Timeout())
 	if syncErr != nil {
-		why = fmt.Errorf("%w: %q: %w", rlock.ErrNotReplicated, l.name, syncErr)
+		why = fmt.Errorf("%w: %q: %w", base.ErrNotReplicated, l.name, syncErr)
 	}
 	h.setCount(holds)
 	if err := l.releaseLocked(ctx, h); err != nil {
@@ -214,7 +215,7 @@ func (l *Lock) expireAt(h *hold, ep *epoch, t time.Time) {
 		if time.Now().UnixNano() < ep.until.Load() {
 			return // moved on meanwhile; the timer was reset
 		}
-		l.c.lost(h, ep, fmt.Errorf("%w: the lease of %q ran out", rlock.ErrLockLost, l.name))
+		l.c.lost(h, ep, fmt.Errorf("%w: the lease of %q ran out", base.ErrLockLost, l.name))
 	})
 }
 
@@ -240,7 +241,11 @@ func (l *Lock) keepOrRelease(ctx context.Context, h *hold, state *atomic.Int32) 
 }
 
 func (l *Lock) watch(h *hold, ep *epoch, sent time.Time) *watchdogLease {
-	return l.c.wd.Add(l.name, h.key.field, sent, func(err error) { l.c.lost(h, ep, err) })
+	w := l.c.wd.Add(l.name, h.key.field, sent, func(err error) { l.c.lost(h, ep, err) })
+	if ep != nil {
+		ep.watch.Store(w)
+	}
+	return w
 }
 
 func boolArg(b bool) string {
@@ -252,7 +257,7 @@ func boolArg(b bool) string {
 
 func (l *Lock) ready(ctx context.Context) error {
 	if l.c.closed.Load() {
-		return rlock.ErrClosed
+		return base.ErrClosed
 	}
 	if ctx.Err() != nil {
 		return l.ctxErr(ctx)

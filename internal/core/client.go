@@ -15,10 +15,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/base"
+	"github.com/rlock-go/rlock/internal/renewal"
 	"github.com/rlock-go/rlock/internal/replsync"
 	"github.com/rlock-go/rlock/internal/waiters"
-	"github.com/rlock-go/rlock/watchdog"
 )
 
 // Client is one process's connection to the locks on one Redis deployment:
@@ -27,10 +27,10 @@ import (
 // watchdog (one renewal scheduler for every held lock). Create one per
 // Redis deployment and share it; it is safe for concurrent use.
 type Client struct {
-	rdb      rlock.Redis
+	rdb      base.Redis
 	id       string
 	hub      *waiters.Hub
-	wd       *watchdog.Scheduler
+	wd       *renewal.Scheduler
 	sync     *replsync.Syncer               // nil: no replica sync
 	scripter func() (redis.Scripter, error) // where scripts go: rdb or its auto-pipeliner
 	replay   time.Duration                  // lifetime of release latches
@@ -52,11 +52,11 @@ type Client struct {
 
 // Config is a validated client configuration (see reentrant's options).
 type Config struct {
-	ID       string            // client ID; empty: a random UUID
-	Replay   time.Duration     // latch lifetime; 0: derived from rdb's options
-	MaxPoll  time.Duration     // longest wait on a lock without expiry; 0: 1 s
-	Watchdog []watchdog.Option // the watchdog's options
-	Logger   *slog.Logger      // where background failures are logged; nil: nowhere
+	ID       string           // client ID; empty: a random UUID
+	Replay   time.Duration    // latch lifetime; 0: derived from rdb's options
+	MaxPoll  time.Duration    // longest wait on a lock without expiry; 0: 1 s
+	Watchdog []renewal.Option // the watchdog's options
+	Logger   *slog.Logger     // where background failures are logged; nil: nowhere
 
 	// ReplicaSync is the WAIT timeout of replica sync; 0: the default,
 	// replsync.TimeoutFor the go-redis ReadTimeout (1 s, or half the
@@ -71,9 +71,9 @@ type Config struct {
 
 // NewClient returns a client that runs its locks through rdb. It does no
 // I/O and starts no goroutine.
-func NewClient(rdb rlock.Redis, cfg Config) (*Client, error) {
+func NewClient(rdb base.Redis, cfg Config) (*Client, error) {
 	if IsNil(rdb) {
-		return nil, fmt.Errorf("%w: nil Redis client", rlock.ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: nil Redis client", base.ErrInvalidArgument)
 	}
 	if cfg.ID == "" {
 		cfg.ID = uuid.NewString()
@@ -87,14 +87,14 @@ func NewClient(rdb rlock.Redis, cfg Config) (*Client, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	wd, err := watchdog.New(rdb, cfg.Watchdog...)
+	wd, err := renewal.New(rdb, cfg.Watchdog...)
 	if err != nil {
 		return nil, err
 	}
 	scripter := func() (redis.Scripter, error) { return rdb, nil }
 	if cfg.AutoPipeline {
 		if _, ok := rdb.(replsync.AutoPipelined); !ok {
-			return nil, fmt.Errorf("%w: auto-pipelining needs a go-redis Client, ClusterClient or Ring, not %T", rlock.ErrInvalidArgument, rdb)
+			return nil, fmt.Errorf("%w: auto-pipelining needs a go-redis Client, ClusterClient or Ring, not %T", base.ErrInvalidArgument, rdb)
 		}
 		// Created on first use (go-redis starts its goroutines then) and
 		// kept by rdb.
@@ -127,14 +127,14 @@ func NewClient(rdb rlock.Redis, cfg Config) (*Client, error) {
 // as a warning). Without an explicit timeout, WAIT gets
 // replsync.TimeoutFor the ReadTimeout; an explicit one must be shorter than
 // the ReadTimeout.
-func newSyncer(rdb rlock.Redis, cfg Config) (*replsync.Syncer, error) {
+func newSyncer(rdb base.Redis, cfg Config) (*replsync.Syncer, error) {
 	rt := readTimeout(rdb)
 	explicit := cfg.ReplicaSync > 0
 	timeout := cfg.ReplicaSync
 	switch {
 	case explicit && rt > 0 && rt <= timeout:
 		return nil, fmt.Errorf("%w: replica sync timeout %v is not shorter than the Redis client's ReadTimeout %v",
-			rlock.ErrInvalidArgument, timeout, rt)
+			base.ErrInvalidArgument, timeout, rt)
 	case !explicit:
 		timeout = replsync.TimeoutFor(rt)
 	}
@@ -170,7 +170,7 @@ func IsNil(v any) bool {
 }
 
 // readTimeout returns the go-redis client's read timeout, 0 if unknown.
-func readTimeout(rdb rlock.Redis) time.Duration {
+func readTimeout(rdb base.Redis) time.Duration {
 	switch c := rdb.(type) {
 	case interface{ Options() *redis.Options }:
 		return c.Options().ReadTimeout
@@ -184,7 +184,7 @@ func readTimeout(rdb rlock.Redis) time.Duration {
 // call may still be sent: (sends - 1) × (dial + write + read + backoff),
 // plus the client's own pauses between re-runs, between 1 s and 5 min
 // (see replaySends).
-func replayWindow(rdb rlock.Redis) time.Duration {
+func replayWindow(rdb base.Redis) time.Duration {
 	sends, o, pauses, ok := replaySends(rdb)
 	if !ok {
 		return time.Minute
@@ -210,7 +210,7 @@ func replayWindow(rdb rlock.Redis) time.Duration {
 // node client that itself sends 1 + MaxRetries times (the cluster's
 // default MaxRetries is none); and run calls the ClusterClient again after
 // a connection error, len(clusterRetries) more times.
-func replaySends(rdb rlock.Redis) (int, redis.Options, time.Duration, bool) {
+func replaySends(rdb base.Redis) (int, redis.Options, time.Duration, bool) {
 	switch c := rdb.(type) {
 	case interface{ Options() *redis.Options }: // Client, failover Client
 		o := c.Options()
@@ -237,7 +237,7 @@ func (c *Client) ID() string { return c.id }
 
 // Watchdog returns the client's renewal scheduler, for its settings and
 // statistics.
-func (c *Client) Watchdog() *watchdog.Scheduler { return c.wd }
+func (c *Client) Watchdog() *renewal.Scheduler { return c.wd }
 
 // Waiters returns a snapshot of the client's waiter hub.
 func (c *Client) Waiters() waiters.Stats { return c.hub.Stats() }
@@ -270,7 +270,7 @@ func (c *Client) Close() error {
 	}
 	c.mu.Unlock()
 	for _, ep := range eps {
-		ep.end(fmt.Errorf("%w: %w", rlock.ErrLockLost, rlock.ErrClosed))
+		ep.end(fmt.Errorf("%w: %w", base.ErrLockLost, base.ErrClosed))
 	}
 	return nil
 }

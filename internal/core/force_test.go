@@ -10,7 +10,6 @@ import (
 	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/internal/core"
 	"github.com/rlock-go/rlock/internal/redistest"
-	"github.com/rlock-go/rlock/reentrant"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -23,7 +22,7 @@ func TestForceUnlockHeldByChecksAndDeletesInOneStep(t *testing.T) {
 		ctx := context.Background()
 		name := redistest.Name(t)
 		for _, kind := range []core.Kind{core.Reentrant, core.Fair} {
-			c, err := reentrant.NewClient(b.NewClient(t))
+			c, err := rlock.NewClient(b.NewClient(t))
 			require.NoError(t, err)
 			defer c.Close()
 			cc, ok := core.Of(c)

@@ -26,6 +26,13 @@ type Grant struct {
 	// handle's latest holding period, maybe another owner's.
 	Done <-chan struct{}
 	Err  func() error
+	// Ctx is the same holding period as a context: cancelled when it
+	// ends, with a cause wrapping ErrLockLost on loss and
+	// context.Canceled on release.
+	Ctx context.Context
+	// Until returns the time up to which the holding period is known to
+	// last (see Lock.Until); the zero time once it ended.
+	Until func() time.Time
 }
 
 type grantKey struct{}

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rlock-go/rlock/watchdog"
+	"github.com/rlock-go/rlock/internal/renewal"
 )
 
 // holdKey names one owner's holds on one lock.
@@ -31,14 +31,14 @@ type hold struct {
 	settling bool          // settleNow is running
 	resend   bool          // unsure after an acquire that its Lock call sends again
 	lease    time.Duration // TTL restored by a release that leaves holds
-	watch    *watchdog.Lease
+	watch    *renewal.Lease
 
 	held    atomic.Bool           // count > 0, readable without sem
 	ep      atomic.Pointer[epoch] // the current holding period
 	waiting atomic.Int32          // fair lock: the owner's Lock calls waiting in the queue
 }
 
-type watchdogLease = watchdog.Lease
+type watchdogLease = renewal.Lease
 
 // acquire takes h's semaphore, or returns ctx's error if ctx ends first.
 func (h *hold) acquire(ctx context.Context) error {
@@ -66,8 +66,16 @@ func (h *hold) setCount(n int64) {
 
 // epoch is one holding period: from free to held until released or lost.
 type epoch struct {
-	done  chan struct{}
-	token int64 // fencing token, 0 without fencing
+	// ctx is cancelled when the holding period ends: with a cause wrapping
+	// ErrLockLost on loss, with context.Canceled on release.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   <-chan struct{} // ctx.Done()
+	token  int64           // fencing token, 0 without fencing
+
+	// watch is the watchdog's registration while the watchdog renews the
+	// holding, for Until.
+	watch atomic.Pointer[renewal.Lease]
 
 	// until is when an explicit lease has certainly run out (unix ns);
 	// 0 in watchdog mode.
@@ -81,7 +89,26 @@ type epoch struct {
 	deferred  error // a loss reported while releasing
 }
 
-func newEpoch(token int64) *epoch { return &epoch{done: make(chan struct{}), token: token} }
+func newEpoch(token int64) *epoch {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	return &epoch{ctx: ctx, cancel: cancel, done: ctx.Done(), token: token}
+}
+
+// knownUntil returns the time up to which the holding is known to last:
+// the end of an explicit lease, or the watchdog lease counted from the
+// last renewal sent that succeeded; the zero time once it ended.
+func (e *epoch) knownUntil() time.Time {
+	switch {
+	case e.ended():
+		return time.Time{}
+	case e.until.Load() != 0:
+		return time.Unix(0, e.until.Load())
+	}
+	if w := e.watch.Load(); w != nil {
+		return w.Until()
+	}
+	return time.Time{}
+}
 
 // end closes the epoch, with err nil for a release or the loss otherwise.
 // Only the first call has an effect.
@@ -100,7 +127,7 @@ func (e *epoch) endLocked(err error) {
 	if e.expiry != nil {
 		e.expiry.Stop()
 	}
-	close(e.done)
+	e.cancel(err) // nil: context.Canceled
 }
 
 // lose is a loss found by the watchdog or the lease's end. While a release

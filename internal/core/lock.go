@@ -8,9 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/base"
+	"github.com/rlock-go/rlock/internal/lua"
 	"github.com/rlock-go/rlock/internal/waiters"
-	"github.com/rlock-go/rlock/scripts"
 )
 
 // Kind selects a lock algorithm.
@@ -30,7 +30,7 @@ const DefaultQueueTimeout = 30 * time.Second
 // LockConfig configures a lock handle. The public packages validate it.
 type LockConfig struct {
 	Kind         Kind
-	Lease        time.Duration // rlock.WatchdogMode or positive
+	Lease        time.Duration // base.WatchdogMode or positive
 	QueueTimeout time.Duration // fair only; 0: DefaultQueueTimeout
 	Fencing      bool          // issue fencing tokens
 }
@@ -49,10 +49,10 @@ type Lock struct {
 // NewLock returns the engine of a handle on the lock called name. It does
 // no I/O.
 func (c *Client) NewLock(name string, cfg LockConfig) (*Lock, error) {
-	if err := rlock.ValidateName(name); err != nil {
+	if err := base.ValidateName(name); err != nil {
 		return nil, err
 	}
-	if err := CheckLease(cfg.Lease); err != nil {
+	if err := base.CheckLease(cfg.Lease); err != nil {
 		return nil, err
 	}
 	if cfg.QueueTimeout == 0 {
@@ -62,25 +62,16 @@ func (c *Client) NewLock(name string, cfg LockConfig) (*Lock, error) {
 		c:       c,
 		name:    name,
 		cfg:     cfg,
-		channel: rlock.Channel(name),
+		channel: base.Channel(name),
 		ownerID: "#" + strconv.FormatUint(c.handles.Add(1), 10),
 	}
-	token := rlock.DerivedKey(rlock.TokenPrefix, name)
+	token := base.DerivedKey(base.TokenPrefix, name)
 	if cfg.Kind == Fair {
-		l.keys = []string{name, rlock.DerivedKey(rlock.QueuePrefix, name), rlock.DerivedKey(rlock.TimeoutPrefix, name), token}
+		l.keys = []string{name, base.DerivedKey(base.QueuePrefix, name), base.DerivedKey(base.TimeoutPrefix, name), token}
 	} else {
 		l.keys = []string{name, token}
 	}
 	return l, nil
-}
-
-// CheckLease rejects a lease that is neither rlock.WatchdogMode nor at
-// least 1 ms.
-func CheckLease(d time.Duration) error {
-	if d != rlock.WatchdogMode && d < time.Millisecond {
-		return fmt.Errorf("%w: lease %v is neither rlock.WatchdogMode nor at least 1ms", rlock.ErrInvalidArgument, d)
-	}
-	return nil
 }
 
 // Name returns the lock's name.
@@ -92,10 +83,10 @@ func (l *Lock) Lease() time.Duration { return l.cfg.Lease }
 // Owner returns the owner field for ctx: the explicit owner carried by
 // ctx, or this handle's own.
 func (l *Lock) Owner(ctx context.Context) (string, error) {
-	if err := CheckContext(ctx); err != nil {
+	if err := base.CheckContext(ctx); err != nil {
 		return "", err
 	}
-	id, ok, err := rlock.OwnerFrom(ctx)
+	id, ok, err := base.OwnerFrom(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -103,14 +94,6 @@ func (l *Lock) Owner(ctx context.Context) (string, error) {
 		id = l.ownerID
 	}
 	return l.c.id + ":" + id, nil
-}
-
-// CheckContext rejects a nil ctx.
-func CheckContext(ctx context.Context) error {
-	if ctx == nil {
-		return fmt.Errorf("%w: nil context", rlock.ErrInvalidArgument)
-	}
-	return nil
 }
 
 // Lock blocks until the caller's owner holds the lock (see the public
@@ -131,7 +114,7 @@ func (l *Lock) TryLockLease(ctx context.Context, lease time.Duration) error {
 }
 
 func (l *Lock) lock(ctx context.Context, wait bool, lease time.Duration) error {
-	if err := CheckLease(lease); err != nil {
+	if err := base.CheckLease(lease); err != nil {
 		return err
 	}
 	field, err := l.Owner(ctx)
@@ -171,7 +154,7 @@ func (l *Lock) lock(ctx context.Context, wait bool, lease time.Duration) error {
 		}
 		var ok bool
 		if w, ok = l.c.hub.Join(l.channel); !ok {
-			return ws.done(h, rlock.ErrClosed)
+			return ws.done(h, base.ErrClosed)
 		}
 	}
 	defer w.Leave()
@@ -204,7 +187,7 @@ func (l *Lock) waitAndRetry(ctx context.Context, w *waiters.Waiter, h *hold, lea
 		case <-ctx.Done():
 			return ws.ctxErr(ctx)
 		case <-l.c.closing:
-			return rlock.ErrClosed
+			return base.ErrClosed
 		}
 		ttl0, err0 := l.attempt(ctx, h, lease, join, true)
 		if woken && err0 != nil {
@@ -243,7 +226,7 @@ func (l *Lock) lockFair(ctx context.Context, h *hold, lease time.Duration) (err 
 	}
 	w, ok := l.c.hub.Join(l.channel + ":" + h.key.field)
 	if !ok {
-		return ws.done(h, rlock.ErrClosed)
+		return ws.done(h, base.ErrClosed)
 	}
 	defer w.Leave()
 	err = ws.done(h, l.waitAndRetry(ctx, w, h, lease, true, &ws, ttl, l.cfg.QueueTimeout/3))
@@ -266,8 +249,8 @@ func (l *Lock) leave(h *hold) {
 		if h.count > 0 || h.waiting.Load() > 0 {
 			return
 		}
-		err := l.c.run(context.Background(), scripts.FairLeave, l.keys[:3],
-			h.key.field, rlock.UnlockMessage, l.channel).Err()
+		err := l.c.run(context.Background(), lua.FairLeave, l.keys[:3],
+			h.key.field, base.UnlockMessage, l.channel).Err()
 		if err != nil {
 			l.c.logger().Warn("rlock: leaving the fair queue failed; the place lapses at its deadline",
 				"lock", l.name, "owner", h.key.field, "err", err)
@@ -306,7 +289,7 @@ func (ws *waitState) retryable(ttl time.Duration, err error) (time.Duration, err
 	case err == nil:
 		ws.fails = 0
 		return ttl, nil
-	case errors.Is(err, rlock.ErrNotReplicated):
+	case errors.Is(err, base.ErrNotReplicated):
 		l.c.logger().Warn("rlock: acquisition undone, no replica acknowledged it; trying again", "lock", l.name, "err", err)
 		return notReplicatedPause, nil
 	case transient(err):
@@ -341,8 +324,8 @@ func (ws *waitState) ctxErr(ctx context.Context) error {
 // transient reports whether err is a failure to reach Redis, or a reply
 // that says to try again later, rather than a final answer.
 func transient(err error) bool {
-	for _, final := range []error{rlock.ErrClosed, rlock.ErrInvalidArgument, rlock.ErrLockLost,
-		rlock.ErrUnexpectedReply, rlock.ErrNotHeld, rlock.ErrNotObtained, context.Canceled, context.DeadlineExceeded} {
+	for _, final := range []error{base.ErrClosed, base.ErrInvalidArgument, base.ErrLockLost,
+		base.ErrUnexpectedReply, base.ErrNotHeld, base.ErrNotObtained, context.Canceled, context.DeadlineExceeded} {
 		if errors.Is(err, final) {
 			return false
 		}
@@ -368,7 +351,7 @@ func (l *Lock) waitBound(ttl, maxPoll time.Duration) time.Duration {
 }
 
 func (l *Lock) notObtained() error {
-	return fmt.Errorf("%w: %q is held by another owner", rlock.ErrNotObtained, l.name)
+	return fmt.Errorf("%w: %q is held by another owner", base.ErrNotObtained, l.name)
 }
 
 // acquired is what attempt returns for "the lock is held now".
@@ -403,7 +386,7 @@ func (l *Lock) attempt(ctx context.Context, h *hold, lease time.Duration, join, 
 	}
 	if !l.c.goBackground(run) {
 		l.c.putHold(h)
-		return 0, rlock.ErrClosed
+		return 0, base.ErrClosed
 	}
 	select {
 	case r := <-done:

@@ -8,13 +8,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rlock-go/rlock"
-	"github.com/rlock-go/rlock/scripts"
+	"github.com/rlock-go/rlock/internal/base"
+	"github.com/rlock-go/rlock/internal/lua"
 )
 
 // IsLocked reports whether any owner holds the lock.
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
-	if err := CheckContext(ctx); err != nil {
+	if err := base.CheckContext(ctx); err != nil {
 		return false, err
 	}
 	n, err := l.c.rdb.Exists(ctx, l.name).Result()
@@ -42,7 +42,7 @@ func (l *Lock) HoldCount(ctx context.Context) (int, error) {
 
 // TTL returns the lock's remaining lease, whoever holds it.
 func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
-	if err := CheckContext(ctx); err != nil {
+	if err := base.CheckContext(ctx); err != nil {
 		return 0, err
 	}
 	d, err := l.c.rdb.PTTL(ctx, l.name).Result()
@@ -53,7 +53,7 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	case d == -2 || d == -2*time.Millisecond:
 		return 0, nil
 	case d < 0:
-		return 0, fmt.Errorf("%w: %q", rlock.ErrNoExpiry, l.name)
+		return 0, fmt.Errorf("%w: %q", base.ErrNoExpiry, l.name)
 	}
 	return d, nil
 }
@@ -67,17 +67,17 @@ type QueuedWaiter struct {
 // Queue returns a fair lock's queue, first in line first, and the server's
 // time when it was read.
 func (l *Lock) Queue(ctx context.Context) ([]QueuedWaiter, time.Time, error) {
-	if err := CheckContext(ctx); err != nil {
+	if err := base.CheckContext(ctx); err != nil {
 		return nil, time.Time{}, err
 	}
 	if l.cfg.Kind != Fair {
-		return nil, time.Time{}, fmt.Errorf("%w: %q is not a fair lock", rlock.ErrInvalidArgument, l.name)
+		return nil, time.Time{}, fmt.Errorf("%w: %q is not a fair lock", base.ErrInvalidArgument, l.name)
 	}
-	res, err := l.c.run(ctx, scripts.FairQueue, l.keys[:3]).Slice()
+	res, err := l.c.run(ctx, lua.FairQueue, l.keys[:3]).Slice()
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("rlock: reading the queue of %q: %w", l.name, err)
 	}
-	bad := fmt.Errorf("%w: queue script replied %v", rlock.ErrUnexpectedReply, res)
+	bad := fmt.Errorf("%w: queue script replied %v", base.ErrUnexpectedReply, res)
 	if len(res)%2 != 1 {
 		return nil, time.Time{}, bad
 	}
@@ -110,6 +110,26 @@ func (l *Lock) Done() <-chan struct{} {
 	return closedChan
 }
 
+// Ctx returns the holding period this handle last took part in as a
+// context, cancelled when it ends (see epoch.ctx); before the first
+// acquisition, a cancelled context.
+func (l *Lock) Ctx() context.Context {
+	if ep := l.last.Load(); ep != nil {
+		return ep.ctx
+	}
+	return endedCtx
+}
+
+// Until returns the time up to which the holding period this handle last
+// took part in is known to last; the zero time when it ended or before the
+// first acquisition.
+func (l *Lock) Until() time.Time {
+	if ep := l.last.Load(); ep != nil {
+		return ep.knownUntil()
+	}
+	return time.Time{}
+}
+
 // Err returns why the holding period this handle last took part in ended,
 // or nil.
 func (l *Lock) Err() error {
@@ -131,6 +151,12 @@ func (l *Lock) Token() int64 {
 	}
 	return 0
 }
+
+var endedCtx = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
 
 var closedChan = func() chan struct{} {
 	c := make(chan struct{})

@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rlock-go/rlock"
-	"github.com/rlock-go/rlock/scripts"
+	"github.com/rlock-go/rlock/internal/base"
+	"github.com/rlock-go/rlock/internal/lua"
 )
 
 // Unlock releases one hold of the caller's owner. It works after the
@@ -29,16 +29,16 @@ func (l *Lock) Unlock(ctx context.Context) error {
 }
 
 // SetLease changes the lease of the caller's owner's current holding (see
-// rlock.LeaseLocker).
+// base.LeaseLocker).
 func (l *Lock) SetLease(ctx context.Context, lease time.Duration) error {
-	if err := CheckLease(lease); err != nil {
+	if err := base.CheckLease(lease); err != nil {
 		return err
 	}
-	if err := CheckContext(ctx); err != nil {
+	if err := base.CheckContext(ctx); err != nil {
 		return err
 	}
 	if l.c.closed.Load() {
-		return rlock.ErrClosed
+		return base.ErrClosed
 	}
 	h, err := l.lockHold(ctx)
 	if err != nil {
@@ -75,13 +75,13 @@ func (l *Lock) unlockHold(h *hold) {
 // setLeaseLocked is SetLease for h; h's semaphore must be held.
 func (l *Lock) setLeaseLocked(ctx context.Context, h *hold, lease time.Duration) error {
 	if h.count == 0 {
-		return fmt.Errorf("%w: %q", rlock.ErrNotHeld, l.name)
+		return fmt.Errorf("%w: %q", base.ErrNotHeld, l.name)
 	}
 	ttl := lease
-	if lease == rlock.WatchdogMode {
+	if lease == base.WatchdogMode {
 		ttl = l.c.wd.LeaseDuration()
 	}
-	stopped := lease != rlock.WatchdogMode && h.watch != nil
+	stopped := lease != base.WatchdogMode && h.watch != nil
 	if stopped {
 		// A renewal already on its way would run after this script and
 		// set the watchdog's lease again: stop renewal, let it land first.
@@ -89,10 +89,10 @@ func (l *Lock) setLeaseLocked(ctx context.Context, h *hold, lease time.Duration)
 		h.watch = nil
 	}
 	sent := time.Now()
-	res, err := l.c.run(context.WithoutCancel(ctx), scripts.Renew, []string{l.name},
+	res, err := l.c.run(context.WithoutCancel(ctx), lua.Renew, []string{l.name},
 		ttl.Milliseconds(), h.key.field).Int64Slice()
 	if err == nil && len(res) != 1 {
-		err = fmt.Errorf("%w: renew script replied %v", rlock.ErrUnexpectedReply, res)
+		err = fmt.Errorf("%w: renew script replied %v", base.ErrUnexpectedReply, res)
 	}
 	if err != nil {
 		if stopped { // the lease may be unchanged: keep renewing
@@ -102,12 +102,12 @@ func (l *Lock) setLeaseLocked(ctx context.Context, h *hold, lease time.Duration)
 	}
 	if res[0] == 0 {
 		h.setCount(0)
-		h.stopRenewal(fmt.Errorf("%w: %q was no longer held when its lease was set", rlock.ErrLockLost, l.name))
-		return fmt.Errorf("%w: %q", rlock.ErrNotHeld, l.name)
+		h.stopRenewal(fmt.Errorf("%w: %q was no longer held when its lease was set", base.ErrLockLost, l.name))
+		return fmt.Errorf("%w: %q", base.ErrNotHeld, l.name)
 	}
 	h.lease = ttl
 	ep := h.ep.Load()
-	if lease == rlock.WatchdogMode {
+	if lease == base.WatchdogMode {
 		ep.keepAlive()
 		if h.watch == nil {
 			h.watch = l.watch(h, ep, sent)
@@ -150,7 +150,7 @@ func (l *Lock) releaseLocked(ctx context.Context, h *hold) error {
 			l.settleNow(ctx, h)
 		}
 		if h.count <= 0 { // the outcome is unknown: stop renewing, let the lease decide
-			h.stopRenewal(fmt.Errorf("%w: the last release failed, renewal stopped: %w", rlock.ErrLockLost, err))
+			h.stopRenewal(fmt.Errorf("%w: the last release failed, renewal stopped: %w", base.ErrLockLost, err))
 		}
 		return err
 	}
@@ -159,9 +159,9 @@ func (l *Lock) releaseLocked(ctx context.Context, h *hold) error {
 		believed := h.count > 0
 		h.setCount(0)
 		if believed {
-			h.stopRenewal(fmt.Errorf("%w: %q was no longer held at unlock", rlock.ErrLockLost, l.name))
+			h.stopRenewal(fmt.Errorf("%w: %q was no longer held at unlock", base.ErrLockLost, l.name))
 		}
-		return fmt.Errorf("%w: %q", rlock.ErrNotHeld, l.name)
+		return fmt.Errorf("%w: %q", base.ErrNotHeld, l.name)
 	case 0:
 		h.setCount(res[1])
 		if ep != nil && h.watch == nil {
@@ -181,15 +181,15 @@ func (l *Lock) runRelease(ctx context.Context, h *hold, lease time.Duration) ([]
 	keys := l.releaseKeys()
 	var cmd *redis.Cmd
 	if l.cfg.Kind == Fair {
-		cmd = l.c.run(context.WithoutCancel(ctx), scripts.FairUnlock, keys,
-			lease.Milliseconds(), h.key.field, h.count, rlock.UnlockMessage, l.c.replay.Milliseconds(), l.channel)
+		cmd = l.c.run(context.WithoutCancel(ctx), lua.FairUnlock, keys,
+			lease.Milliseconds(), h.key.field, h.count, base.UnlockMessage, l.c.replay.Milliseconds(), l.channel)
 	} else {
-		cmd = l.c.run(context.WithoutCancel(ctx), scripts.Unlock, keys,
-			lease.Milliseconds(), h.key.field, h.count, rlock.UnlockMessage, l.c.replay.Milliseconds())
+		cmd = l.c.run(context.WithoutCancel(ctx), lua.Unlock, keys,
+			lease.Milliseconds(), h.key.field, h.count, base.UnlockMessage, l.c.replay.Milliseconds())
 	}
 	res, err := cmd.Int64Slice()
 	if err == nil && (len(res) != 2 || res[0] < -1 || res[0] > 1) {
-		err = fmt.Errorf("%w: release script replied %v", rlock.ErrUnexpectedReply, res)
+		err = fmt.Errorf("%w: release script replied %v", base.ErrUnexpectedReply, res)
 	}
 	return res, err
 }
@@ -214,7 +214,7 @@ func (l *Lock) settleLocked(ctx context.Context, h *hold) error {
 	h.unsure, h.resend = false, false
 	h.setCount(n)
 	if n == 0 && entitled > 0 {
-		h.stopRenewal(fmt.Errorf("%w: %q was no longer held", rlock.ErrLockLost, l.name))
+		h.stopRenewal(fmt.Errorf("%w: %q was no longer held", base.ErrLockLost, l.name))
 	}
 	for h.count > entitled {
 		if err := l.releaseLocked(ctx, h); err != nil {
@@ -267,7 +267,7 @@ func (l *Lock) releaseKeys() []string {
 
 // latchKey returns a fresh request's latch key, in the lock's hash slot.
 func (l *Lock) latchKey() string {
-	return rlock.DerivedKey(rlock.LatchPrefix, l.name) + ":" + l.c.requestID()
+	return base.DerivedKey(base.LatchPrefix, l.name) + ":" + l.c.requestID()
 }
 
 // stopRenewal stops the watchdog for h and ends its holding period with
@@ -301,12 +301,12 @@ func (l *Lock) ForceUnlockHeldBy(ctx context.Context, holders []string) (int64, 
 }
 
 func (l *Lock) forceUnlock(ctx context.Context, expect ...any) (int64, error) {
-	if err := CheckContext(ctx); err != nil {
+	if err := base.CheckContext(ctx); err != nil {
 		return 0, err
 	}
-	script, args := scripts.ForceUnlock, []any{rlock.UnlockMessage, l.c.replay.Milliseconds()}
+	script, args := lua.ForceUnlock, []any{base.UnlockMessage, l.c.replay.Milliseconds()}
 	if l.cfg.Kind == Fair {
-		script, args = scripts.FairForceUnlock, append(args, l.channel)
+		script, args = lua.FairForceUnlock, append(args, l.channel)
 	}
 	n, err := l.c.run(context.WithoutCancel(ctx), script, l.releaseKeys(), append(args, expect...)...).Int64()
 	if err != nil {

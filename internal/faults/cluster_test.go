@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"github.com/rlock-go/rlock/internal/base"
 	"regexp"
 	"testing"
 	"time"
@@ -8,7 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/internal/redistest"
 )
 
@@ -34,7 +34,7 @@ func TestFaultSlotMigration(t *testing.T) {
 		Cluster:   c,
 		Universal: func(t testing.TB) redis.UniversalClient { return c.NewClient(t) },
 	}
-	cfg := base("slot migrated between masters (cluster)")
+	cfg := baseConfig("slot migrated between masters (cluster)")
 	cfg.rounds = 40
 	cfg.section = 20 * time.Millisecond
 	cfg.clusterOpts = []func(*redis.ClusterOptions){func(o *redis.ClusterOptions) {
@@ -44,7 +44,7 @@ func TestFaultSlotMigration(t *testing.T) {
 	cfg.forbid = func(err error) bool { return redirect.MatchString(err.Error()) }
 	migrations := 0
 	cfg.inject = func(r *rig, stop <-chan struct{}) {
-		slot := rlock.Slot(r.name)
+		slot := base.Slot(r.name)
 		for !sleepOrStop(50*time.Millisecond, stop) {
 			from := c.MasterFor(t, slot)
 			var to *redistest.Server
@@ -63,6 +63,6 @@ func TestFaultSlotMigration(t *testing.T) {
 	}
 	r := newRig(t, b, cfg)
 	r.run(nil)
-	t.Logf("%d migrations of slot %d", migrations, rlock.Slot(r.name))
+	t.Logf("%d migrations of slot %d", migrations, base.Slot(r.name))
 	require.GreaterOrEqual(t, migrations, 2)
 }

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"github.com/rlock-go/rlock/internal/base"
 	"io"
 	"os"
 	"strconv"
@@ -17,8 +18,6 @@ import (
 	"github.com/rlock-go/rlock/fair"
 	"github.com/rlock-go/rlock/internal/history"
 	"github.com/rlock-go/rlock/internal/redistest"
-	"github.com/rlock-go/rlock/reentrant"
-	"github.com/rlock-go/rlock/watchdog"
 )
 
 const fairHolderEnv = "RLOCK_FAULTS_FAIR_HOLDER" // "addr name leaseMillis"
@@ -36,7 +35,7 @@ func TestHelperFairHolder(t *testing.T) {
 	leaseMS, err := strconv.Atoi(args[2])
 	require.NoError(t, err)
 	rdb := redis.NewClient(&redis.Options{Addr: args[0]})
-	c, err := reentrant.NewClient(rdb, reentrant.WithWatchdog(watchdog.WithLease(time.Duration(leaseMS)*time.Millisecond)))
+	c, err := rlock.NewClient(rdb, rlock.WithWatchdogLease(time.Duration(leaseMS)*time.Millisecond))
 	require.NoError(t, err)
 	l, err := fair.New(c, args[1])
 	require.NoError(t, err)
@@ -68,7 +67,7 @@ type strike struct {
 // lease has certainly run out, and a loss told at the strike.
 func TestFaultFairHolderLost(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-		cfg := base("fair: holder killed or paused past its lease")
+		cfg := baseConfig("fair: holder killed or paused past its lease")
 		cfg.fair, cfg.fifo = true, true
 		cfg.lease = time.Second
 		cfg.section = 20 * time.Millisecond
@@ -109,7 +108,7 @@ func (r *rig) loseHolder(id int, how string) strike {
 		fairHolderEnv+"="+r.b.Addr+" "+r.name+" "+strconv.Itoa(int(r.cfg.lease.Milliseconds())))
 	child.WaitLine(t, "locked", 60*time.Second)
 	r.rec.Add(history.Op{Owner: id, Kind: history.Lock, Outcome: history.OK, Call: call, Return: r.rec.Now()})
-	queued, err := r.direct.LLen(context.Background(), rlock.DerivedKey(rlock.QueuePrefix, r.name)).Result()
+	queued, err := r.direct.LLen(context.Background(), base.DerivedKey(base.QueuePrefix, r.name)).Result()
 	require.NoError(t, err)
 
 	s := strike{how: how, queued: queued}

@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"errors"
+	"github.com/rlock-go/rlock"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -57,13 +58,13 @@ func strikes() int {
 	return 2
 }
 
-// base is the configuration every run starts from: 8 clients with a
+// baseConfig is the configuration every run starts from: 8 clients with a
 // watchdog lease long enough that no hold expires unless the fault makes
 // it. A call with an unknown outcome may take effect at any later moment:
 // the library carries out what it meant (a release completed, a hold an
 // acquisition took given back) at once, in the background once Redis
 // answers, or at the owner's next call on the lock, whenever that is.
-func base(fault string) config {
+func baseConfig(fault string) config {
 	return config{
 		fault:        fault,
 		clients:      8,
@@ -80,7 +81,7 @@ func base(fault string) config {
 // TestFaultNone is the baseline: the same workload without a fault.
 func TestFaultNone(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-		newRig(t, b, base("none")).run(nil)
+		newRig(t, b, baseConfig("none")).run(nil)
 	})
 }
 
@@ -88,7 +89,7 @@ func TestFaultNone(t *testing.T) {
 // switched on and off every 50 ms.
 func TestFaultLatency(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-		cfg := base("latency 0-20 ms")
+		cfg := baseConfig("latency 0-20 ms")
 		cfg.viaProxy = true
 		cfg.inject = func(r *rig, stop <-chan struct{}) {
 			on := false
@@ -112,7 +113,7 @@ func TestFaultLatency(t *testing.T) {
 // retried. The blackhole is shorter than the lease: no hold expires.
 func TestFaultBlackhole(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-		cfg := base("blackhole 200 ms")
+		cfg := baseConfig("blackhole 200 ms")
 		cfg.viaProxy = true
 		cfg.redisOpts = []func(*redis.Options){func(o *redis.Options) {
 			o.ReadTimeout = 100 * time.Millisecond
@@ -137,7 +138,7 @@ func TestFaultBlackhole(t *testing.T) {
 // connections included, is closed every 60 ms.
 func TestFaultConnectionReset(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-		cfg := base("connection reset")
+		cfg := baseConfig("connection reset")
 		cfg.viaProxy = true
 		cfg.inject = func(r *rig, stop <-chan struct{}) {
 			every(60*time.Millisecond, stop, r.proxy.ResetAll)
@@ -160,7 +161,7 @@ func TestFaultLostReply(t *testing.T) {
 	}{{"reply lost after the command ran", 0}, {"reply lost, client retries off", -1}} {
 		t.Run(strings.ReplaceAll(v.name, " ", "_"), func(t *testing.T) {
 			redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-				cfg := base(v.name)
+				cfg := baseConfig(v.name)
 				cfg.viaProxy = true
 				if v.retries != 0 {
 					cfg.redisOpts = []func(*redis.Options){func(o *redis.Options) { o.MaxRetries = v.retries }}
@@ -185,7 +186,7 @@ func TestFaultLostReply(t *testing.T) {
 // pub/sub connection on miniredis.
 func TestFaultPubSubKill(t *testing.T) {
 	b := redistest.Real(t)
-	cfg := base("pub/sub connection killed")
+	cfg := baseConfig("pub/sub connection killed")
 	cfg.lease = watchdog.DefaultLease
 	cfg.section = 10 * time.Millisecond
 	cfg.timeout = 60 * time.Second
@@ -210,7 +211,7 @@ func TestFaultPubSubKill(t *testing.T) {
 // is told (the data is gone), so the exclusion check does not apply.
 func TestFaultRestart(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-		cfg := base("server killed and restarted")
+		cfg := baseConfig("server killed and restarted")
 		cfg.lease = time.Second
 		cfg.section = 50 * time.Millisecond
 		cfg.exclusive = false
@@ -246,7 +247,7 @@ func TestFaultRestart(t *testing.T) {
 // Lapse of whoever holds the lock, from the freeze to the resume.
 func TestFaultFreeze(t *testing.T) {
 	b := redistest.Real(t)
-	cfg := base("server frozen past the lease (SIGSTOP)")
+	cfg := baseConfig("server frozen past the lease (SIGSTOP)")
 	cfg.lease = 500 * time.Millisecond
 	cfg.section = 50 * time.Millisecond
 	freezes, want := 0, strikes()
@@ -290,7 +291,7 @@ func TestHelperKilledHolder(t *testing.T) {
 	leaseMS, err := strconv.Atoi(args[2])
 	require.NoError(t, err)
 	rdb := redis.NewClient(&redis.Options{Addr: args[0]})
-	c, err := reentrant.NewClient(rdb, reentrant.WithWatchdog(watchdog.WithLease(time.Duration(leaseMS)*time.Millisecond)))
+	c, err := rlock.NewClient(rdb, rlock.WithWatchdogLease(time.Duration(leaseMS)*time.Millisecond))
 	require.NoError(t, err)
 	l, err := reentrant.New(c, args[1])
 	require.NoError(t, err)
@@ -310,7 +311,7 @@ func TestHelperKilledHolder(t *testing.T) {
 // its belief.
 func TestFaultHolderKilled(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-		cfg := base("holder process killed (SIGKILL)")
+		cfg := baseConfig("holder process killed (SIGKILL)")
 		cfg.lease = time.Second
 		r := newRig(t, b, cfg)
 		childID := len(r.workers)
@@ -386,7 +387,7 @@ func TestFaultFair(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(strings.ReplaceAll(strings.TrimPrefix(tc.name, "fair: "), " ", "_"), func(t *testing.T) {
 			redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-				cfg := base(tc.name)
+				cfg := baseConfig(tc.name)
 				cfg.fair, cfg.fifo = true, tc.fifo
 				cfg.viaProxy = true
 				cfg.inject = tc.inject
@@ -433,7 +434,7 @@ func TestFaultLostReplyThenOtherCalls(t *testing.T) {
 	} {
 		t.Run(strings.ReplaceAll(v.name, " ", "_"), func(t *testing.T) {
 			redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-				cfg := base(v.name)
+				cfg := baseConfig(v.name)
 				cfg.viaProxy, cfg.settle, cfg.fair = true, true, v.fair
 				cfg.redisOpts = []func(*redis.Options){func(o *redis.Options) { o.MaxRetries = v.retries }}
 				cfg.lease = time.Second
@@ -466,7 +467,7 @@ func TestFaultLeaseReentry(t *testing.T) {
 		}
 		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
 			redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-				cfg := base(name)
+				cfg := baseConfig(name)
 				cfg.leases, cfg.fair = true, fairLock
 				cfg.rounds = 5
 				newRig(t, b, cfg).run(nil)
@@ -491,7 +492,7 @@ func TestFaultForceUnlockResent(t *testing.T) {
 		}
 		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
 			redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-				cfg := base(name)
+				cfg := baseConfig(name)
 				cfg.force, cfg.fair = true, fairLock
 				cfg.exclusive = false
 				cfg.think = 150 * time.Millisecond // the lock is often free when it is force-unlocked
@@ -531,7 +532,7 @@ func testWakeUpAttemptFails(t *testing.T, b *redistest.Backend, want error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	name := redistest.Name(t)
-	hc, err := reentrant.NewClient(b.NewClient(t)) // default watchdog lease: 30 s
+	hc, err := rlock.NewClient(b.NewClient(t)) // default watchdog lease: 30 s
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = hc.Close() })
 	holder, err := reentrant.New(hc, name)
@@ -543,7 +544,7 @@ func testWakeUpAttemptFails(t *testing.T, b *redistest.Backend, want error) {
 	rdb.AddHook(faults)
 	// A waiter that queued behind others without trying first waits at
 	// most this long before its first attempt.
-	c, err := reentrant.NewClient(rdb, reentrant.WithMaxPoll(50*time.Millisecond))
+	c, err := rlock.NewClient(rdb, rlock.WithMaxPoll(50*time.Millisecond))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 

@@ -14,10 +14,9 @@ import (
 
 	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/internal/history"
+	"github.com/rlock-go/rlock/internal/lua"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/multilock"
-	"github.com/rlock-go/rlock/reentrant"
-	"github.com/rlock-go/rlock/scripts"
 )
 
 // This file holds the workers' calls that follow a fault with something
@@ -230,7 +229,7 @@ func newForcer(r *rig, seed uint64) *forcer {
 	t := r.t
 	// Every script cached: a lost reply must be one of a script that ran,
 	// not a NOSCRIPT.
-	for _, s := range scripts.All() {
+	for _, s := range lua.All() {
 		require.NoError(t, s.Load(context.Background(), r.direct).Err())
 	}
 	f := &forcer{id: len(r.workers), r: r, proxy: redistest.NewProxy(t, r.b.Addr),
@@ -241,7 +240,7 @@ func newForcer(r *rig, seed uint64) *forcer {
 		o.MaxRetries = 3
 	})
 	f.rdb.AddHook(f.gate)
-	c, err := reentrant.NewClient(f.rdb)
+	c, err := rlock.NewClient(f.rdb)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	f.l = r.newHandle(c, r.name)

@@ -30,7 +30,7 @@ func TestReentryAfterVanishedLockReportsLoss(t *testing.T) {
 		ctx := context.Background()
 		name := redistest.Name(t)
 		direct := b.NewClient(t)
-		c, err := reentrant.NewClient(b.NewClient(t)) // 30 s watchdog: it does not notice in time
+		c, err := rlock.NewClient(b.NewClient(t)) // 30 s watchdog: it does not notice in time
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = c.Close() })
 		l, err := reentrant.New(c, name)

@@ -20,7 +20,6 @@ import (
 	"github.com/rlock-go/rlock/internal/history"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/reentrant"
-	"github.com/rlock-go/rlock/watchdog"
 )
 
 // config describes one fault run.
@@ -121,7 +120,7 @@ type handle interface {
 type worker struct {
 	id       int
 	r        *rig
-	c        *reentrant.Client
+	c        *rlock.Client
 	l        handle
 	private  handle // a lock only this worker takes (cfg.leases)
 	rng      *rand.Rand
@@ -167,7 +166,7 @@ func newRig(t *testing.T, b *redistest.Backend, cfg config) *rig {
 			opts := append([]func(*redis.Options){func(o *redis.Options) { o.Addr = addr }}, cfg.redisOpts...)
 			rdb = b.NewClient(t, opts...)
 		}
-		c, err := reentrant.NewClient(rdb, reentrant.WithWatchdog(watchdog.WithLease(cfg.lease)))
+		c, err := rlock.NewClient(rdb, rlock.WithWatchdogLease(cfg.lease))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = c.Close() })
 		w := &worker{id: i, r: r, c: c, rng: rand.New(rand.NewPCG(seed, uint64(i)))}
@@ -182,7 +181,7 @@ func newRig(t *testing.T, b *redistest.Backend, cfg config) *rig {
 }
 
 // newHandle returns a fenced handle of the run's lock kind on name.
-func (r *rig) newHandle(c *reentrant.Client, name string) handle {
+func (r *rig) newHandle(c *rlock.Client, name string) handle {
 	if r.cfg.fair {
 		l, err := fair.New(c, name, fair.WithFencing())
 		require.NoError(r.t, err)
@@ -610,7 +609,7 @@ type sightings map[int][]int64
 // recording when each worker appears in it.
 func (r *rig) watchQueue(stop <-chan struct{}) {
 	ctx := context.Background()
-	c, err := reentrant.NewClient(r.b.NewClient(r.t), reentrant.WithoutReplicaSync())
+	c, err := rlock.NewClient(r.b.NewClient(r.t), rlock.WithoutReplicaSync())
 	if err != nil {
 		r.t.Error(err)
 		return

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/base"
 )
 
 // Kind is what an Op did.
@@ -83,7 +83,7 @@ const (
 	// at any moment after it was made.
 	Unknown
 	// HoldsLost: a Lock or TryLock by an owner that believed it held the
-	// lock found its holds gone (rlock.ErrLockLost); nothing was acquired.
+	// lock found its holds gone (base.ErrLockLost); nothing was acquired.
 	HoldsLost
 )
 
@@ -138,11 +138,11 @@ func Classify(k Kind, err error) Outcome {
 	switch {
 	case err == nil:
 		return OK
-	case k == TryLock && errors.Is(err, rlock.ErrNotObtained):
+	case k == TryLock && errors.Is(err, base.ErrNotObtained):
 		return NotObtained
-	case (k == Lock || k == TryLock) && errors.Is(err, rlock.ErrLockLost):
+	case (k == Lock || k == TryLock) && errors.Is(err, base.ErrLockLost):
 		return HoldsLost
-	case k == Unlock && errors.Is(err, rlock.ErrNotHeld):
+	case k == Unlock && errors.Is(err, base.ErrNotHeld):
 		return NotHeld
 	}
 	return Unknown

@@ -24,7 +24,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/base"
 )
 
 // ErrNotALock is returned by Read when the lock name, or one of the keys
@@ -110,27 +110,27 @@ func (w Waiter) Overdue(now time.Time) bool { return w.HasDeadline && !w.Deadlin
 func KeysOf(name string) Keys {
 	return Keys{
 		Lock:    name,
-		Token:   rlock.DerivedKey(rlock.TokenPrefix, name),
-		Queue:   rlock.DerivedKey(rlock.QueuePrefix, name),
-		Timeout: rlock.DerivedKey(rlock.TimeoutPrefix, name),
+		Token:   base.DerivedKey(base.TokenPrefix, name),
+		Queue:   base.DerivedKey(base.QueuePrefix, name),
+		Timeout: base.DerivedKey(base.TimeoutPrefix, name),
 	}
 }
 
 // WaiterChannel returns the wake-up channel of the fair lock waiter whose
 // owner field is field.
-func WaiterChannel(name, field string) string { return rlock.Channel(name) + ":" + field }
+func WaiterChannel(name, field string) string { return base.Channel(name) + ":" + field }
 
 // Read reads the state of lock name. It returns an error wrapping
-// rlock.ErrInvalidArgument for a bad name, ErrNotALock when a key has the
-// wrong type, rlock.ErrUnexpectedReply for values no lock writes, and the
+// base.ErrInvalidArgument for a bad name, ErrNotALock when a key has the
+// wrong type, base.ErrUnexpectedReply for values no lock writes, and the
 // Redis error (or ctx's) otherwise. It runs two round trips, or one plus one
 // per node for PUBSUB NUMSUB on a Cluster or Ring.
 func Read(ctx context.Context, rdb redis.UniversalClient, name string, now time.Time) (*Report, error) {
-	if err := rlock.ValidateName(name); err != nil {
+	if err := base.ValidateName(name); err != nil {
 		return nil, err
 	}
 	if rdb == nil {
-		return nil, fmt.Errorf("%w: nil Redis client", rlock.ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: nil Redis client", base.ErrInvalidArgument)
 	}
 	k := KeysOf(name)
 	var (
@@ -163,7 +163,7 @@ func Read(ctx context.Context, rdb redis.UniversalClient, name string, now time.
 	default:
 		return nil, fmt.Errorf("%w: key %q holds a %s, not a lock hash", ErrNotALock, name, t)
 	}
-	r := &Report{Name: name, Time: now, Channel: rlock.Channel(name), Keys: k}
+	r := &Report{Name: name, Time: now, Channel: base.Channel(name), Keys: k}
 
 	if err := wrongType(hash.Err(), k.Lock, "hash"); err != nil {
 		return nil, err
@@ -175,7 +175,7 @@ func Read(ctx context.Context, rdb redis.UniversalClient, name string, now time.
 		}
 		n, perr := strconv.ParseInt(v, 10, 64)
 		if perr != nil {
-			return nil, fmt.Errorf("%w: lock %q: field %q has hold count %q", rlock.ErrUnexpectedReply, name, field, v)
+			return nil, fmt.Errorf("%w: lock %q: field %q has hold count %q", base.ErrUnexpectedReply, name, field, v)
 		}
 		h := Holder{Field: field, ClientID: field, Holds: n}
 		if i := strings.IndexByte(field, ':'); i >= 0 {
@@ -195,7 +195,7 @@ func Read(ctx context.Context, rdb redis.UniversalClient, name string, now time.
 		case d == -1 || d == -time.Millisecond:
 			r.Expires = false
 		case d < 0: // gone between TYPE and PTTL: impossible inside MULTI
-			return nil, fmt.Errorf("%w: lock %q: PTTL %v", rlock.ErrUnexpectedReply, name, d)
+			return nil, fmt.Errorf("%w: lock %q: PTTL %v", base.ErrUnexpectedReply, name, d)
 		default:
 			r.Expires, r.TTL = true, d
 		}
@@ -211,7 +211,7 @@ func Read(ctx context.Context, rdb redis.UniversalClient, name string, now time.
 	default:
 		n, perr := strconv.ParseInt(v, 10, 64)
 		if perr != nil {
-			return nil, fmt.Errorf("%w: fencing token counter %q is %q", rlock.ErrUnexpectedReply, k.Token, v)
+			return nil, fmt.Errorf("%w: fencing token counter %q is %q", base.ErrUnexpectedReply, k.Token, v)
 		}
 		r.Token, r.HasToken = n, true
 	}

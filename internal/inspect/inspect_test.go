@@ -3,6 +3,7 @@ package inspect_test
 import (
 	"context"
 	"errors"
+	"github.com/rlock-go/rlock/internal/base"
 	"testing"
 	"time"
 
@@ -32,7 +33,7 @@ func TestReadFree(t *testing.T) {
 		require.Empty(t, r.Queue)
 		require.Zero(t, r.Subscribers)
 		require.Equal(t, now, r.Time)
-		require.Equal(t, rlock.Channel("inspect-free"), r.Channel)
+		require.Equal(t, base.Channel("inspect-free"), r.Channel)
 	})
 }
 
@@ -40,7 +41,7 @@ func TestReadHeld(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		rdb := b.NewClient(t)
-		c, err := reentrant.NewClient(rdb, reentrant.WithClientID("client-a"))
+		c, err := rlock.NewClient(rdb, rlock.WithClientID("client-a"))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = c.Close() })
 		const name = "inspect-held"
@@ -62,7 +63,7 @@ func TestReadHeld(t *testing.T) {
 		).Err())
 
 		// One client waits on the lock channel, one on the second waiter's.
-		ps := rdb.Subscribe(ctx, rlock.Channel(name), inspect.WaiterChannel(name, "client-c:w2"))
+		ps := rdb.Subscribe(ctx, base.Channel(name), inspect.WaiterChannel(name, "client-c:w2"))
 		t.Cleanup(func() { _ = ps.Close() })
 		for range 2 {
 			_, err := ps.Receive(ctx)
@@ -92,7 +93,7 @@ func TestReadHeld(t *testing.T) {
 		require.Equal(t, now.Add(12*time.Second).UnixMilli(), w.Deadline.UnixMilli())
 		require.False(t, w.Overdue(now))
 		require.EqualValues(t, 1, w.Subscribers)
-		require.Equal(t, rlock.Channel(name)+":client-c:w2", w.Channel)
+		require.Equal(t, base.Channel(name)+":client-c:w2", w.Channel)
 
 		require.False(t, r.Queue[2].HasDeadline)
 		require.False(t, r.Queue[2].Overdue(now))
@@ -133,11 +134,11 @@ func TestReadHashTagName(t *testing.T) {
 	k := inspect.KeysOf("{orders}:42")
 	require.Equal(t, inspect.Keys{
 		Lock:    "{orders}:42",
-		Token:   rlock.TokenPrefix + ":{orders}:42",
-		Queue:   rlock.QueuePrefix + ":{orders}:42",
-		Timeout: rlock.TimeoutPrefix + ":{orders}:42",
+		Token:   base.TokenPrefix + ":{orders}:42",
+		Queue:   base.QueuePrefix + ":{orders}:42",
+		Timeout: base.TimeoutPrefix + ":{orders}:42",
 	}, k)
-	require.Equal(t, rlock.QueuePrefix+":{a}", inspect.KeysOf("a").Queue)
+	require.Equal(t, base.QueuePrefix+":{a}", inspect.KeysOf("a").Queue)
 }
 
 func TestReadBadInput(t *testing.T) {

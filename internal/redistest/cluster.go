@@ -17,7 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/base"
 )
 
 // Cluster settings. The node timeout bounds failure detection: a killed
@@ -480,8 +480,8 @@ func (c *Cluster) healthy(ctx context.Context) error {
 				}
 			}
 		}
-		if covered != rlock.SlotCount {
-			return fmt.Errorf("%s sees %d of %d slots served", s.Addr(), covered, rlock.SlotCount)
+		if covered != base.SlotCount {
+			return fmt.Errorf("%s sees %d of %d slots served", s.Addr(), covered, base.SlotCount)
 		}
 		if err := replicaSynced(ctx, s.Addr()); err != nil {
 			return err
@@ -640,7 +640,7 @@ func (c *Cluster) Reroute(t testing.TB, cc *redis.ClusterClient) {
 func KeyInSlot(prefix string, slot int) string {
 	for i := 0; ; i++ {
 		k := prefix + "-" + strconv.Itoa(i)
-		if rlock.Slot(k) == slot {
+		if base.Slot(k) == slot {
 			return k
 		}
 	}

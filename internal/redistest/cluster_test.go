@@ -2,13 +2,12 @@ package redistest
 
 import (
 	"context"
+	"github.com/rlock-go/rlock/internal/base"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
-
-	"github.com/rlock-go/rlock"
 )
 
 func TestParseClusterNodes(t *testing.T) {
@@ -96,7 +95,7 @@ func TestKeyInSlot(t *testing.T) {
 	noLeaks(t)
 	for _, slot := range []int{0, 1, 5460, 5461, 16383} {
 		k := KeyInSlot("p", slot)
-		require.Equal(t, slot, rlock.Slot(k), k)
+		require.Equal(t, slot, base.Slot(k), k)
 	}
 }
 
@@ -110,7 +109,7 @@ func TestClusterMigrateSlot(t *testing.T) {
 	ctx := context.Background()
 	cc := c.NewClient(t)
 	key := Name(t)
-	slot := rlock.Slot(key)
+	slot := base.Slot(key)
 	require.NoError(t, cc.Set(ctx, key, "v", time.Hour).Err())
 	from := c.MasterFor(t, slot)
 	var to *Server

@@ -2,6 +2,7 @@ package replsync_test
 
 import (
 	"context"
+	"github.com/rlock-go/rlock/internal/base"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -9,10 +10,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/lua"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/internal/replsync"
-	"github.com/rlock-go/rlock/scripts"
 )
 
 // scriptHook calls seen with every script command (EVALSHA, EVAL) that a
@@ -83,7 +83,7 @@ func TestReplicaSyncFollowsRedirects(t *testing.T) {
 		cc := c.NewClient(t)
 		s := newSyncer(t, cc)
 		name := redistest.Name(t)
-		slot := rlock.Slot(name)
+		slot := base.Slot(name)
 		from := c.MasterFor(t, slot)
 		n, _ := acquire(t, s, name, "c:1", 0) // the client learns the slot map
 		require.Equal(t, int64(1), n)
@@ -105,7 +105,7 @@ func TestReplicaSyncFollowsRedirects(t *testing.T) {
 		cc := c.NewClient(t)
 		s := newSyncer(t, cc)
 		name := redistest.Name(t)
-		slot := rlock.Slot(name)
+		slot := base.Slot(name)
 		from := c.MasterFor(t, slot)
 		_, err := s.Replicas(ctx, name) // the client learns the slot map
 		require.NoError(t, err)
@@ -152,8 +152,8 @@ func TestReplicaSyncFollowsRedirects(t *testing.T) {
 		})
 		s := newSyncer(t, cc)
 		name := redistest.Name(t)
-		keys := []string{name, rlock.DerivedKey(rlock.TokenPrefix, name)}
-		slot := rlock.Slot(name)
+		keys := []string{name, base.DerivedKey(base.TokenPrefix, name)}
+		slot := base.Slot(name)
 		from := c.MasterFor(t, slot)
 		_, err := s.Replicas(ctx, name)
 		require.NoError(t, err)
@@ -169,7 +169,7 @@ func TestReplicaSyncFollowsRedirects(t *testing.T) {
 		}
 		done := make(chan result, 1)
 		go func() {
-			cmd, res, err := s.Run(ctx, scripts.Lock, keys, lease.Milliseconds(), "c:1", 0, "1")
+			cmd, res, err := s.Run(ctx, lua.Lock, keys, lease.Milliseconds(), "c:1", 0, "1")
 			var reply []int64
 			if err == nil {
 				reply, err = cmd.Int64Slice()
@@ -199,21 +199,21 @@ func TestReplicaSyncFollowsRedirects(t *testing.T) {
 		})
 		s := newSyncer(t, cc)
 		name := redistest.Name(t)
-		keys := []string{name, rlock.DerivedKey(rlock.TokenPrefix, name)}
-		slot := rlock.Slot(name)
+		keys := []string{name, base.DerivedKey(base.TokenPrefix, name)}
+		slot := base.Slot(name)
 		from := c.MasterFor(t, slot)
 		_, err := s.Replicas(ctx, name)
 		require.NoError(t, err)
 		// Loaded into every node's cache first, so that each send below is
 		// one command (no NOSCRIPT fallback).
 		require.NoError(t, cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-			return scripts.Lock.Load(ctx, m).Err()
+			return lua.Lock.Load(ctx, m).Err()
 		}))
 		mig := c.StartMigration(t, slot, otherMaster(t, c, from.Addr()))
 		defer mig.Finish(t)
 
 		before := sent.Load()
-		_, _, err = s.Run(ctx, scripts.Lock, keys, lease.Milliseconds(), "c:1", 0, "1")
+		_, _, err = s.Run(ctx, lua.Lock, keys, lease.Milliseconds(), "c:1", 0, "1")
 		require.Error(t, err)
 		require.True(t, redis.HasErrorPrefix(err, "ASK") || redis.HasErrorPrefix(err, "TRYAGAIN"), "%v", err)
 		require.Equal(t, int64(3), sent.Load()-before, "the first send and MaxRedirects (2) more")

@@ -30,7 +30,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/base"
 )
 
 // Defaults.
@@ -76,7 +76,7 @@ type Option func(*Syncer) error
 func WithTimeout(d time.Duration) Option {
 	return func(s *Syncer) error {
 		if d < time.Millisecond {
-			return fmt.Errorf("%w: replica sync timeout %v is less than 1ms", rlock.ErrInvalidArgument, d)
+			return fmt.Errorf("%w: replica sync timeout %v is less than 1ms", base.ErrInvalidArgument, d)
 		}
 		s.timeout = d
 		return nil
@@ -90,7 +90,7 @@ func WithTimeout(d time.Duration) Option {
 func WithRefresh(d time.Duration) Option {
 	return func(s *Syncer) error {
 		if d <= 0 {
-			return fmt.Errorf("%w: replica count refresh %v is not positive", rlock.ErrInvalidArgument, d)
+			return fmt.Errorf("%w: replica count refresh %v is not positive", base.ErrInvalidArgument, d)
 		}
 		s.refresh = d
 		return nil
@@ -154,16 +154,16 @@ func New(rdb any, opts ...Option) (*Syncer, error) {
 	switch c := rdb.(type) {
 	case *redis.Client:
 		if c == nil {
-			return nil, fmt.Errorf("%w: nil Redis client", rlock.ErrInvalidArgument)
+			return nil, fmt.Errorf("%w: nil Redis client", base.ErrInvalidArgument)
 		}
 		s.single = c
 	case *redis.ClusterClient:
 		if c == nil {
-			return nil, fmt.Errorf("%w: nil Redis client", rlock.ErrInvalidArgument)
+			return nil, fmt.Errorf("%w: nil Redis client", base.ErrInvalidArgument)
 		}
 		s.cluster = c
 	case nil:
-		return nil, fmt.Errorf("%w: nil Redis client", rlock.ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: nil Redis client", base.ErrInvalidArgument)
 	default:
 		return nil, fmt.Errorf("%w, not %T", ErrUnsupportedClient, rdb)
 	}
@@ -234,7 +234,7 @@ func (s *Syncer) Master(ctx context.Context, key string) (*redis.Client, error) 
 // master.
 func (s *Syncer) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) (*redis.Cmd, Result, error) {
 	if len(keys) == 0 {
-		return nil, Result{}, fmt.Errorf("%w: replica sync needs at least one key", rlock.ErrInvalidArgument)
+		return nil, Result{}, fmt.Errorf("%w: replica sync needs at least one key", base.ErrInvalidArgument)
 	}
 	m, err := s.Master(ctx, keys[0])
 	if err != nil {
@@ -259,7 +259,7 @@ func (s *Syncer) Run(ctx context.Context, script *redis.Script, keys []string, a
 // importing).
 func (s *Syncer) runOn(ctx context.Context, m *redis.Client, asking bool, script *redis.Script, keys []string, args []any) (*redis.Cmd, Result, error) {
 	if rt := m.Options().ReadTimeout; rt > 0 && s.timeout >= rt {
-		return nil, Result{}, fmt.Errorf("%w: replica sync timeout %v is not shorter than the client's ReadTimeout %v", rlock.ErrInvalidArgument, s.timeout, rt)
+		return nil, Result{}, fmt.Errorf("%w: replica sync timeout %v is not shorter than the client's ReadTimeout %v", base.ErrInvalidArgument, s.timeout, rt)
 	}
 	n, err := s.replicas(ctx, m, false)
 	if err != nil {
@@ -457,7 +457,7 @@ func (s *Syncer) replicas(ctx context.Context, m *redis.Client, fresh bool) (int
 	switch {
 	case err == nil:
 		if n, err = connectedReplicas(info); err != nil {
-			return 0, fmt.Errorf("%w: INFO replication of %s: %w", rlock.ErrUnexpectedReply, m.Options().Addr, err)
+			return 0, fmt.Errorf("%w: INFO replication of %s: %w", base.ErrUnexpectedReply, m.Options().Addr, err)
 		}
 	case errors.As(err, &rerr) && !redis.HasErrorPrefix(err, "LOADING") && !redis.HasErrorPrefix(err, "BUSY"):
 		// The server refuses the section (miniredis, some managed

@@ -3,6 +3,7 @@ package replsync_test
 import (
 	"context"
 	"errors"
+	"github.com/rlock-go/rlock/internal/base"
 	"testing"
 	"time"
 
@@ -11,9 +12,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/lua"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/internal/replsync"
-	"github.com/rlock-go/rlock/scripts"
 )
 
 func TestMain(m *testing.M) {
@@ -33,7 +34,7 @@ func newSyncer(t *testing.T, rdb any, opts ...replsync.Option) *replsync.Syncer 
 // returns the hold count it reports (0: held by another owner).
 func acquire(t *testing.T, s *replsync.Syncer, name, owner string, count int) (int64, replsync.Result) {
 	t.Helper()
-	cmd, res, err := s.Run(context.Background(), scripts.Lock, []string{name}, lease.Milliseconds(), owner, count)
+	cmd, res, err := s.Run(context.Background(), lua.Lock, []string{name}, lease.Milliseconds(), owner, count)
 	require.NoError(t, err)
 	reply, err := cmd.Int64Slice()
 	require.NoError(t, err)
@@ -48,8 +49,8 @@ func acquire(t *testing.T, s *replsync.Syncer, name, owner string, count int) (i
 // rdb with plain Script.Run.
 func release(t *testing.T, rdb redis.Scripter, name, owner string) {
 	t.Helper()
-	keys := []string{name, rlock.Channel(name), rlock.DerivedKey(rlock.LatchPrefix, name) + ":r-" + owner}
-	reply, err := scripts.Unlock.Run(context.Background(), rdb, keys, lease.Milliseconds(), owner, 1, rlock.UnlockMessage, 10000).Int64Slice()
+	keys := []string{name, base.Channel(name), base.DerivedKey(base.LatchPrefix, name) + ":r-" + owner}
+	reply, err := lua.Unlock.Run(context.Background(), rdb, keys, lease.Milliseconds(), owner, 1, base.UnlockMessage, 10000).Int64Slice()
 	require.NoError(t, err)
 	require.Equal(t, []int64{1, 0}, reply, "released")
 }
@@ -84,10 +85,10 @@ func TestBadInput(t *testing.T) {
 
 	s := newSyncer(t, rdb, nil, replsync.WithTimeout(500*time.Millisecond))
 	require.Equal(t, 500*time.Millisecond, s.Timeout())
-	_, _, err = s.Run(context.Background(), scripts.Lock, nil)
+	_, _, err = s.Run(context.Background(), lua.Lock, nil)
 	require.ErrorIs(t, err, rlock.ErrInvalidArgument)
 	// WAIT's reply is read with the client's ReadTimeout: it must be longer.
-	_, _, err = s.Run(context.Background(), scripts.Lock, []string{"k"}, 1, "o", 0)
+	_, _, err = s.Run(context.Background(), lua.Lock, []string{"k"}, 1, "o", 0)
 	require.ErrorIs(t, err, rlock.ErrInvalidArgument)
 }
 
@@ -163,7 +164,7 @@ func TestUnsyncedLockIsLostOnFailover(t *testing.T) {
 	require.NoError(t, err)
 
 	r.Link.Blackhole(true)
-	reply, err := scripts.Lock.Run(ctx, rdb, []string{plain}, lease.Milliseconds(), "c:1", 0).Int64Slice()
+	reply, err := lua.Lock.Run(ctx, rdb, []string{plain}, lease.Milliseconds(), "c:1", 0).Int64Slice()
 	require.NoError(t, err)
 	require.Equal(t, []int64{1, 1, 0}, reply, "acquired, as far as the master knows")
 	_, res := acquire(t, s, synced, "c:1", 0)
@@ -173,7 +174,7 @@ func TestUnsyncedLockIsLostOnFailover(t *testing.T) {
 	r.Promote(t)
 	promoted := r.Replica.NewClient(t)
 	require.Equal(t, "", hget(t, promoted, plain, "c:1"), "the unsynced lock did not survive the failover")
-	reply, err = scripts.Lock.Run(ctx, promoted, []string{plain}, lease.Milliseconds(), "c:2", 0).Int64Slice()
+	reply, err = lua.Lock.Run(ctx, promoted, []string{plain}, lease.Milliseconds(), "c:2", 0).Int64Slice()
 	require.NoError(t, err)
 	require.Equal(t, []int64{1, 1, 0}, reply, "another owner takes it: two holders believe they hold it")
 }
@@ -191,7 +192,7 @@ func TestNoScriptFallback(t *testing.T) {
 	require.Equal(t, int64(1), n)
 	require.Equal(t, 1, res.Acked)
 	require.Equal(t, "1", hget(t, rdb, name, "c:1"), "ran once")
-	ok, err := scripts.Lock.Exists(ctx, rdb).Result()
+	ok, err := lua.Lock.Exists(ctx, rdb).Result()
 	require.NoError(t, err)
 	require.Equal(t, []bool{true}, ok, "EVAL cached it")
 }
@@ -235,7 +236,7 @@ func TestSyncedLockSurvivesClusterFailover(t *testing.T) {
 	s := newSyncer(t, cc)
 	ctx := context.Background()
 	name := redistest.Name(t)
-	slot := rlock.Slot(name)
+	slot := base.Slot(name)
 	master := c.MasterFor(t, slot)
 
 	n, res := acquire(t, s, name, "c:1", 0)
@@ -253,7 +254,7 @@ func TestSyncedLockSurvivesClusterFailover(t *testing.T) {
 	var cmd *redis.Cmd
 	var err error
 	for {
-		cmd, _, err = s.Run(ctx, scripts.Lock, []string{name}, lease.Milliseconds(), "c:2", 0)
+		cmd, _, err = s.Run(ctx, lua.Lock, []string{name}, lease.Milliseconds(), "c:2", 0)
 		if err == nil || time.Now().After(deadline) {
 			break
 		}

@@ -1,4 +1,4 @@
-package reentrant
+package rlock
 
 import (
 	"fmt"
@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/internal/core"
+	"github.com/rlock-go/rlock/internal/renewal"
 	"github.com/rlock-go/rlock/watchdog"
 )
 
@@ -32,28 +32,54 @@ type Client struct {
 }
 
 // ClientOption configures a Client. A nil ClientOption is ignored.
-type ClientOption func(*core.Config) error
+type ClientOption func(*clientConfig) error
+
+// clientConfig is what the client options set.
+type clientConfig = core.Config
 
 // WithClientID sets the client ID, the first half of every owner field
 // ("<clientID>:<ownerID>"). Default: a random UUID, as Redisson uses. Two
 // live clients must never share an ID. It must be non-empty, at most 128
 // bytes and contain no ':'.
 func WithClientID(id string) ClientOption {
-	return func(c *core.Config) error {
+	return func(c *clientConfig) error {
 		if id == "" || len(id) > 128 || strings.ContainsAny(id, ":\x00\r\n") {
-			return fmt.Errorf("%w: client ID %q must be 1-128 bytes without ':' or control characters", rlock.ErrInvalidArgument, id)
+			return fmt.Errorf("%w: client ID %q must be 1-128 bytes without ':' or control characters", ErrInvalidArgument, id)
 		}
 		c.ID = id
 		return nil
 	}
 }
 
-// WithWatchdog configures the client's watchdog (see package watchdog for
-// the options and their defaults: a 30 s lease renewed every 10 s, 100 locks
-// per round trip).
-func WithWatchdog(opts ...watchdog.Option) ClientOption {
-	return func(c *core.Config) error {
-		c.Watchdog = append(c.Watchdog, opts...)
+// WithWatchdogLease sets the watchdog lease: the lease a hold taken in
+// watchdog mode gets, and that every renewal sets again (Redisson's
+// lockWatchdogTimeout). Default watchdog.DefaultLease (30 s). It must be at
+// least 3 ms. It also sets the default renewal interval, a third of it.
+func WithWatchdogLease(d time.Duration) ClientOption {
+	return func(c *clientConfig) error {
+		c.Watchdog = append(c.Watchdog, renewal.WithLease(d))
+		return nil
+	}
+}
+
+// WithWatchdogInterval sets how often the watchdog renews every lock it
+// holds in watchdog mode. Default: a third of the watchdog lease (10 s).
+// It must be positive and less than the watchdog lease. It also bounds how
+// long one node's renewal round is waited for before it counts as failed
+// and is retried.
+func WithWatchdogInterval(d time.Duration) ClientOption {
+	return func(c *clientConfig) error {
+		c.Watchdog = append(c.Watchdog, renewal.WithInterval(d))
+		return nil
+	}
+}
+
+// WithWatchdogBatchSize sets how many locks one renewal script call carries
+// at most; a node's calls of one round go out in one pipeline. Default
+// watchdog.DefaultBatchSize (100). It must be between 1 and 10000.
+func WithWatchdogBatchSize(n int) ClientOption {
+	return func(c *clientConfig) error {
+		c.Watchdog = append(c.Watchdog, renewal.WithBatchSize(n))
 		return nil
 	}
 }
@@ -74,9 +100,9 @@ func WithWatchdog(opts ...watchdog.Option) ClientOption {
 // depends on it: a copy arriving later still never changes lock state a
 // second time, it is just answered ErrNotHeld. It must be positive.
 func WithReplayWindow(d time.Duration) ClientOption {
-	return func(c *core.Config) error {
+	return func(c *clientConfig) error {
 		if d <= 0 {
-			return fmt.Errorf("%w: replay window %v is not positive", rlock.ErrInvalidArgument, d)
+			return fmt.Errorf("%w: replay window %v is not positive", ErrInvalidArgument, d)
 		}
 		c.Replay = d
 		return nil
@@ -87,9 +113,9 @@ func WithReplayWindow(d time.Duration) ClientOption {
 // a lock that has no expiry (written by a foreign client without PEXPIRE),
 // where no TTL bounds the wait. Default 1 s. It must be positive.
 func WithMaxPoll(d time.Duration) ClientOption {
-	return func(c *core.Config) error {
+	return func(c *clientConfig) error {
 		if d <= 0 {
-			return fmt.Errorf("%w: max poll %v is not positive", rlock.ErrInvalidArgument, d)
+			return fmt.Errorf("%w: max poll %v is not positive", ErrInvalidArgument, d)
 		}
 		c.MaxPoll = d
 		return nil
@@ -99,11 +125,11 @@ func WithMaxPoll(d time.Duration) ClientOption {
 // WithLogger sets where the client logs failures of background work:
 // renewals, and fair-queue departures (default: nowhere).
 func WithLogger(l *slog.Logger) ClientOption {
-	return func(c *core.Config) error {
+	return func(c *clientConfig) error {
 		if l == nil {
-			return fmt.Errorf("%w: nil logger", rlock.ErrInvalidArgument)
+			return fmt.Errorf("%w: nil logger", ErrInvalidArgument)
 		}
-		c.Watchdog = append(c.Watchdog, watchdog.WithLogger(l))
+		c.Watchdog = append(c.Watchdog, renewal.WithLogger(l))
 		c.Logger = l
 		return nil
 	}
@@ -114,7 +140,7 @@ func WithLogger(l *slog.Logger) ClientOption {
 // the same connection to the lock's master). Replica sync is on by
 // default: when the master has connected replicas and none acknowledges
 // in time, the acquisition is undone, TryLock returns
-// rlock.ErrNotReplicated and Lock tries again within its context. Partial
+// ErrNotReplicated and Lock tries again within its context. Partial
 // acknowledgement passes; a master without replicas is not waited on. On a
 // cluster, MOVED, ASK and TRYAGAIN replies (a slot migration) are followed
 // as the ClusterClient follows them. It needs a *redis.Client (plain or
@@ -127,9 +153,9 @@ func WithLogger(l *slog.Logger) ClientOption {
 // replica sync is then off by default, and NewClient logs a warning (see
 // WithLogger). d must be at least 1 ms.
 func WithReplicaSync(d time.Duration) ClientOption {
-	return func(c *core.Config) error {
+	return func(c *clientConfig) error {
 		if d < time.Millisecond {
-			return fmt.Errorf("%w: replica sync timeout %v is less than 1ms", rlock.ErrInvalidArgument, d)
+			return fmt.Errorf("%w: replica sync timeout %v is less than 1ms", ErrInvalidArgument, d)
 		}
 		c.ReplicaSync, c.NoReplicaSync = d, false
 		return nil
@@ -141,7 +167,7 @@ func WithReplicaSync(d time.Duration) ClientOption {
 // can lose the lock (two owners may then hold it). It saves the wait for
 // the replicas' acknowledgement on every acquisition.
 func WithoutReplicaSync() ClientOption {
-	return func(c *core.Config) error {
+	return func(c *clientConfig) error {
 		c.NoReplicaSync = true
 		return nil
 	}
@@ -163,7 +189,7 @@ func WithoutReplicaSync() ClientOption {
 // NewClient reports ErrInvalidArgument when rdb is not a go-redis Client,
 // ClusterClient or Ring.
 func WithAutoPipeline() ClientOption {
-	return func(c *core.Config) error {
+	return func(c *clientConfig) error {
 		c.AutoPipeline = true
 		return nil
 	}
@@ -171,10 +197,10 @@ func WithAutoPipeline() ClientOption {
 
 // NewClient returns a client that runs its locks through rdb: a
 // *redis.Client, *redis.ClusterClient, failover client, *redis.Ring, or
-// anything else with the methods of rlock.Redis. It does no I/O and starts
+// anything else with the methods of Redis. It does no I/O and starts
 // no goroutine. It reports ErrInvalidArgument for a nil rdb or a bad option.
 // Close the client when done; closing it does not close rdb.
-func NewClient(rdb rlock.Redis, opts ...ClientOption) (*Client, error) {
+func NewClient(rdb Redis, opts ...ClientOption) (*Client, error) {
 	var cfg core.Config
 	for _, o := range opts {
 		if o == nil {
@@ -194,9 +220,8 @@ func NewClient(rdb rlock.Redis, opts ...ClientOption) (*Client, error) {
 // ID returns the client ID, the first half of every owner field.
 func (c *Client) ID() string { return c.c.ID() }
 
-// Watchdog returns the client's renewal scheduler, for its settings and
-// statistics.
-func (c *Client) Watchdog() *watchdog.Scheduler { return c.c.Watchdog() }
+// WatchdogStats returns a snapshot of the watchdog's counters.
+func (c *Client) WatchdogStats() watchdog.Stats { return c.c.Watchdog().Stats() }
 
 // WaiterStats describes the client's waiter hub.
 type WaiterStats struct {

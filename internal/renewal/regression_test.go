@@ -1,4 +1,4 @@
-package watchdog_test
+package renewal_test
 
 import (
 	"context"
@@ -14,8 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/redistest"
-	"github.com/rlock-go/rlock/watchdog"
+	"github.com/rlock-go/rlock/internal/renewal"
 )
 
 // Issue 12, defect 4: one frozen master (SIGSTOP) among healthy ones. With
@@ -28,7 +29,7 @@ func TestFrozenMasterDoesNotStopRenewalOnHealthyMasters(t *testing.T) {
 	c := redistest.StartCluster(t)
 	cc := c.NewClient(t) // go-redis defaults: 5 s ReadTimeout, 3 retries
 	const lease, interval = 3 * time.Second, time.Second
-	s := newScheduler(t, cc, watchdog.WithLease(lease), watchdog.WithInterval(interval))
+	s := newScheduler(t, cc, renewal.WithLease(lease), renewal.WithInterval(interval))
 
 	base := redistest.Name(t)
 	masters := c.Masters(t)
@@ -112,7 +113,7 @@ func TestRingRenewsEveryShard(t *testing.T) {
 		ctx := context.Background()
 		ring := ringOf(t, b)
 		const lease, n = 3 * time.Second, 40
-		s := newScheduler(t, ring, watchdog.WithLease(lease), watchdog.WithInterval(100*time.Millisecond))
+		s := newScheduler(t, ring, renewal.WithLease(lease), renewal.WithInterval(100*time.Millisecond))
 		base := redistest.Name(t)
 		shards := map[string]int{}
 		lost := make(lossLog, n)
@@ -175,7 +176,7 @@ func scaleRun(t *testing.T, rdb redis.UniversalClient) {
 		pipe.HSet(ctx, k, "c:1", 1)
 		pipe.PExpire(ctx, k, time.Minute)
 	})
-	s := newScheduler(t, rdb, watchdog.WithLease(lease), watchdog.WithInterval(interval))
+	s := newScheduler(t, rdb, renewal.WithLease(lease), renewal.WithInterval(interval))
 	var mu sync.Mutex
 	var lost []error
 	added := time.Now() // the scheduler counts each lease from here
@@ -224,12 +225,12 @@ func perNode(t *testing.T, rdb redis.UniversalClient, keys []string, fn func(red
 	if cc, ok := rdb.(*redis.ClusterClient); ok {
 		bySlot := map[int]*redis.Client{}
 		for _, k := range keys {
-			c := bySlot[rlock.Slot(k)]
+			c := bySlot[base.Slot(k)]
 			if c == nil {
 				var err error
 				c, err = cc.MasterForKey(ctx, k)
 				require.NoError(t, err)
-				bySlot[rlock.Slot(k)] = c
+				bySlot[base.Slot(k)] = c
 			}
 			byNode[c] = append(byNode[c], k)
 		}
@@ -313,7 +314,7 @@ func TestTickDueWhileBusyIsNotSkipped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const interval, delay = time.Second, 1500 * time.Millisecond
 		f := &slowScripter{delay: delay}
-		s, err := watchdog.New(f, watchdog.WithLease(10*time.Second), watchdog.WithInterval(interval))
+		s, err := renewal.New(f, renewal.WithLease(10*time.Second), renewal.WithInterval(interval))
 		require.NoError(t, err)
 		lost := make(lossLog, 1)
 		s.Add("k", "c:1", time.Now(), lost.report)
@@ -341,7 +342,7 @@ func TestLossMessageNamesTheCause(t *testing.T) {
 		direct := b.NewClient(t)
 
 		t.Run("not held", func(t *testing.T) {
-			s := newScheduler(t, direct, watchdog.WithLease(time.Second), watchdog.WithInterval(100*time.Millisecond))
+			s := newScheduler(t, direct, renewal.WithLease(time.Second), renewal.WithInterval(100*time.Millisecond))
 			name := redistest.Name(t)
 			lost := make(lossLog, 1)
 			s.Add(name, "c:1", time.Now(), lost.report) // never written
@@ -356,7 +357,7 @@ func TestLossMessageNamesTheCause(t *testing.T) {
 				o.MaxRetries = -1
 			})
 			const lease = 600 * time.Millisecond
-			s := newScheduler(t, rdb, watchdog.WithLease(lease), watchdog.WithInterval(200*time.Millisecond))
+			s := newScheduler(t, rdb, renewal.WithLease(lease), renewal.WithInterval(200*time.Millisecond))
 			name := redistest.Name(t)
 			hold(t, direct, name, "c:1", lease)
 			lost := make(lossLog, 1)
@@ -379,7 +380,7 @@ func TestLossMessageNamesTheCause(t *testing.T) {
 				o.PoolSize = 1
 			})
 			const lease = 600 * time.Millisecond
-			s := newScheduler(t, rdb, watchdog.WithLease(lease), watchdog.WithInterval(200*time.Millisecond))
+			s := newScheduler(t, rdb, renewal.WithLease(lease), renewal.WithInterval(200*time.Millisecond))
 			first, second := redistest.Name(t), redistest.Name(t)
 			hold(t, direct, first, "c:1", time.Minute)
 			hold(t, direct, second, "c:1", time.Minute)

@@ -1,4 +1,4 @@
-package watchdog
+package renewal
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rlock-go/rlock"
-	"github.com/rlock-go/rlock/scripts"
+	"github.com/rlock-go/rlock/internal/base"
+	"github.com/rlock-go/rlock/internal/lua"
 )
 
 // router groups leases by the node that serves them.
@@ -129,11 +129,11 @@ func (r clusterRouter) slotted() bool { return true }
 func (r clusterRouter) group(ctx context.Context, leases []*Lease) []group {
 	// A counting sort by slot, so that each node's leases come grouped by
 	// slot (a script call may touch one slot only).
-	start := make([]int, rlock.SlotCount+1)
+	start := make([]int, base.SlotCount+1)
 	for _, l := range leases {
 		start[l.slot+1]++
 	}
-	for i := 1; i <= rlock.SlotCount; i++ {
+	for i := 1; i <= base.SlotCount; i++ {
 		start[i] += start[i-1]
 	}
 	next := slices.Clone(start)
@@ -143,7 +143,7 @@ func (r clusterRouter) group(ctx context.Context, leases []*Lease) []group {
 		next[l.slot]++
 	}
 	gs := newGroups()
-	for slot := range rlock.SlotCount {
+	for slot := range base.SlotCount {
 		lo, hi := start[slot], start[slot+1]
 		if lo == hi {
 			continue
@@ -244,7 +244,7 @@ func (r *round) keysArgs(b batch, leaseArg string) ([]string, []any) {
 func (r *round) evalSha(b batch, leaseArg string) []any {
 	n := b.hi - b.lo
 	cmd := make([]any, 3+2*n+1)
-	cmd[0], cmd[1], cmd[2], cmd[3+n] = "evalsha", scripts.Renew.Hash(), n, leaseArg
+	cmd[0], cmd[1], cmd[2], cmd[3+n] = "evalsha", lua.Renew.Hash(), n, leaseArg
 	for i, l := range r.order[b.lo:b.hi] {
 		cmd[3+i], cmd[4+n+i] = l.keyArg, l.fieldArg
 	}
@@ -258,7 +258,7 @@ func (r *round) oneByOne(ctx context.Context, bs []batch, leaseArg string) {
 			continue
 		}
 		keys, args := r.keysArgs(b, leaseArg)
-		res, err := scripts.Renew.Run(ctx, r.target.scripter, keys, args...).Int64Slice()
+		res, err := lua.Renew.Run(ctx, r.target.scripter, keys, args...).Int64Slice()
 		r.trips++
 		r.record(b, res, err)
 	}
@@ -278,7 +278,7 @@ func (r *round) pipelined(ctx context.Context, bs []batch, leaseArg string) {
 			// server runs a pipeline in order): a new node costs no
 			// second round trip.
 			keys, args := r.keysArgs(b, leaseArg)
-			cmds[i] = scripts.Renew.Eval(ctx, pipe, keys, args...)
+			cmds[i] = lua.Renew.Eval(ctx, pipe, keys, args...)
 		} else {
 			cmds[i] = pipe.Do(ctx, r.evalSha(b, leaseArg)...)
 		}
@@ -295,7 +295,7 @@ func (r *round) pipelined(ctx context.Context, bs []batch, leaseArg string) {
 	if len(again) > 0 && ctx.Err() == nil { // a restarted or flushed server
 		pipe = t.pipe()
 		keys, args := r.keysArgs(bs[again[0]], leaseArg)
-		cmds[again[0]] = scripts.Renew.Eval(ctx, pipe, keys, args...)
+		cmds[again[0]] = lua.Renew.Eval(ctx, pipe, keys, args...)
 		for _, i := range again[1:] {
 			cmds[i] = pipe.Do(ctx, r.evalSha(bs[i], leaseArg)...)
 		}
@@ -306,7 +306,7 @@ func (r *round) pipelined(ctx context.Context, bs []batch, leaseArg string) {
 		for i, c := range cmds {
 			if isRedirect(c.Err()) && ctx.Err() == nil {
 				keys, args := r.keysArgs(bs[i], leaseArg)
-				cmds[i] = scripts.Renew.Run(ctx, t.cluster, keys, args...)
+				cmds[i] = lua.Renew.Run(ctx, t.cluster, keys, args...)
 				r.trips++
 			}
 		}
@@ -320,7 +320,7 @@ func (r *round) pipelined(ctx context.Context, bs []batch, leaseArg string) {
 // record notes one batch's reply.
 func (r *round) record(b batch, res []int64, err error) {
 	if err == nil && len(res) != b.hi-b.lo {
-		err = fmt.Errorf("%w: renewal returned %d results for %d keys", rlock.ErrUnexpectedReply, len(res), b.hi-b.lo)
+		err = fmt.Errorf("%w: renewal returned %d results for %d keys", base.ErrUnexpectedReply, len(res), b.hi-b.lo)
 	}
 	if err != nil {
 		if r.err == nil {

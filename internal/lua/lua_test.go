@@ -1,4 +1,4 @@
-package scripts_test
+package lua_test
 
 import (
 	"context"
@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/rlock-go/rlock/internal/lua"
 	"github.com/rlock-go/rlock/internal/redistest"
-	"github.com/rlock-go/rlock/scripts"
 )
 
 func TestMain(m *testing.M) {
@@ -20,7 +20,7 @@ func TestScriptsLoad(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		rdb := b.NewClient(t)
-		for _, s := range scripts.All() {
+		for _, s := range lua.All() {
 			sha, err := s.Load(ctx, rdb).Result()
 			require.NoError(t, err)
 			require.Equal(t, s.Hash(), sha)

@@ -1,4 +1,4 @@
-package watchdog_test
+package renewal_test
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlock-go/rlock"
-	"github.com/rlock-go/rlock/watchdog"
+	"github.com/rlock-go/rlock/internal/renewal"
 )
 
 // FuzzNewOptions: any lease, interval and batch size give a scheduler with
@@ -26,11 +26,11 @@ func FuzzNewOptions(f *testing.F) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
 	f.Cleanup(func() { _ = rdb.Close() })
 	f.Fuzz(func(t *testing.T, lease, interval int64, batch int) {
-		opts := []watchdog.Option{watchdog.WithLease(time.Duration(lease)), watchdog.WithBatchSize(batch)}
+		opts := []renewal.Option{renewal.WithLease(time.Duration(lease)), renewal.WithBatchSize(batch)}
 		if interval != 0 {
-			opts = append(opts, watchdog.WithInterval(time.Duration(interval)))
+			opts = append(opts, renewal.WithInterval(time.Duration(interval)))
 		}
-		s, err := watchdog.New(rdb, opts...)
+		s, err := renewal.New(rdb, opts...)
 		wantInterval := time.Duration(interval)
 		if interval == 0 {
 			wantInterval = time.Duration(lease) / 3

@@ -1,6 +1,6 @@
 //go:build !race
 
-package watchdog_test
+package renewal_test
 
 // raceDetector reports whether the race detector is on.
 const raceDetector = false

@@ -1,4 +1,4 @@
-package rlock_test
+package base_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/base"
 )
 
 // Fuzz targets for every function of the root package that takes user
@@ -17,16 +17,16 @@ import (
 // FuzzValidateName: any string is accepted or refused with
 // ErrInvalidArgument, by the documented rule, and never panics.
 func FuzzValidateName(f *testing.F) {
-	for _, s := range []string{"", "x", "orders:42", "{tag}:n", strings.Repeat("n", rlock.MaxNameLen), strings.Repeat("n", rlock.MaxNameLen+1), "\x00", "é"} {
+	for _, s := range []string{"", "x", "orders:42", "{tag}:n", strings.Repeat("n", base.MaxNameLen), strings.Repeat("n", base.MaxNameLen+1), "\x00", "é"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
-		err := rlock.ValidateName(name)
-		valid := name != "" && len(name) <= rlock.MaxNameLen
+		err := base.ValidateName(name)
+		valid := name != "" && len(name) <= base.MaxNameLen
 		if valid != (err == nil) {
 			t.Fatalf("ValidateName(%q) = %v", name, err)
 		}
-		if err != nil && !errors.Is(err, rlock.ErrInvalidArgument) {
+		if err != nil && !errors.Is(err, base.ErrInvalidArgument) {
 			t.Fatalf("ValidateName(%q) = %v, not ErrInvalidArgument", name, err)
 		}
 	})
@@ -35,19 +35,19 @@ func FuzzValidateName(f *testing.F) {
 // FuzzOwner: ValidateOwner follows its documented rule, and an owner carried
 // by WithOwner comes back from OwnerFrom unchanged, or refused the same way.
 func FuzzOwner(f *testing.F) {
-	for _, s := range []string{"", "worker-1", "#1", "a\nb", "a\rb", "a\x00b", strings.Repeat("o", rlock.MaxOwnerLen), strings.Repeat("o", rlock.MaxOwnerLen+1)} {
+	for _, s := range []string{"", "worker-1", "#1", "a\nb", "a\rb", "a\x00b", strings.Repeat("o", base.MaxOwnerLen), strings.Repeat("o", base.MaxOwnerLen+1)} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, id string) {
-		err := rlock.ValidateOwner(id)
-		valid := id != "" && len(id) <= rlock.MaxOwnerLen && id[0] != '#' && !strings.ContainsAny(id, "\x00\r\n")
+		err := base.ValidateOwner(id)
+		valid := id != "" && len(id) <= base.MaxOwnerLen && id[0] != '#' && !strings.ContainsAny(id, "\x00\r\n")
 		if valid != (err == nil) {
 			t.Fatalf("ValidateOwner(%q) = %v", id, err)
 		}
-		if err != nil && !errors.Is(err, rlock.ErrInvalidArgument) {
+		if err != nil && !errors.Is(err, base.ErrInvalidArgument) {
 			t.Fatalf("ValidateOwner(%q) = %v, not ErrInvalidArgument", id, err)
 		}
-		got, ok, err2 := rlock.OwnerFrom(rlock.WithOwner(context.Background(), id))
+		got, ok, err2 := base.OwnerFrom(base.WithOwner(context.Background(), id))
 		if !ok || (err == nil) != (err2 == nil) || (err2 == nil && got != id) {
 			t.Fatalf("OwnerFrom(WithOwner(%q)) = %q, %v, %v", id, got, ok, err2)
 		}
@@ -61,11 +61,11 @@ func FuzzDerivedKey(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
-		if rlock.ValidateName(name) != nil {
+		if base.ValidateName(name) != nil {
 			t.Skip("refused: see TestBraceWithoutTagIsRefused")
 		}
-		for _, p := range []string{rlock.ChannelPrefix, rlock.LatchPrefix, rlock.QueuePrefix, rlock.TimeoutPrefix, rlock.TokenPrefix} {
-			if got, want := rlock.Slot(rlock.DerivedKey(p, name)), rlock.Slot(name); got != want {
+		for _, p := range []string{base.ChannelPrefix, base.LatchPrefix, base.QueuePrefix, base.TimeoutPrefix, base.TokenPrefix} {
+			if got, want := base.Slot(base.DerivedKey(p, name)), base.Slot(name); got != want {
 				t.Fatalf("DerivedKey(%q, %q) is in slot %d, the name in %d", p, name, got, want)
 			}
 		}
@@ -80,9 +80,9 @@ func FuzzDerivedKey(f *testing.F) {
 // ValidateName now refuses such names, which keeps Redisson's layout.
 func TestBraceWithoutTagIsRefused(t *testing.T) {
 	for _, name := range []string{"{", "{}", "}{", "a{}b{c}", "x{", "x}y", "}"} {
-		require.ErrorIs(t, rlock.ValidateName(name), rlock.ErrInvalidArgument, name)
+		require.ErrorIs(t, base.ValidateName(name), base.ErrInvalidArgument, name)
 	}
 	for _, name := range []string{"{a}", "x{y}z", "{{x}}", "x}{y}"} {
-		require.NoError(t, rlock.ValidateName(name), name)
+		require.NoError(t, base.ValidateName(name), name)
 	}
 }

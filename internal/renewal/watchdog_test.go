@@ -1,4 +1,4 @@
-package watchdog_test
+package renewal_test
 
 import (
 	"context"
@@ -12,16 +12,16 @@ import (
 
 	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/internal/redistest"
-	"github.com/rlock-go/rlock/watchdog"
+	"github.com/rlock-go/rlock/internal/renewal"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(redistest.StopSharedAfter(m))
 }
 
-func newScheduler(t *testing.T, rdb redis.Scripter, opts ...watchdog.Option) *watchdog.Scheduler {
+func newScheduler(t *testing.T, rdb redis.Scripter, opts ...renewal.Option) *renewal.Scheduler {
 	t.Helper()
-	s, err := watchdog.New(rdb, opts...)
+	s, err := renewal.New(rdb, opts...)
 	require.NoError(t, err)
 	t.Cleanup(s.Close)
 	return s
@@ -48,7 +48,7 @@ func TestOneRoundTripPerTick(t *testing.T) {
 		// A long lease, renewed often: adding 250 locks on a loaded machine
 		// must not outlast it.
 		const lease, n = 5 * time.Second, 250
-		s := newScheduler(t, rdb, watchdog.WithLease(lease), watchdog.WithInterval(300*time.Millisecond))
+		s := newScheduler(t, rdb, renewal.WithLease(lease), renewal.WithInterval(300*time.Millisecond))
 		base := redistest.Name(t)
 		lost := make(lossLog, n)
 		for i := range n {
@@ -85,7 +85,7 @@ func TestReportsLockNotHeldAtRenewal(t *testing.T) {
 		ctx := context.Background()
 		rdb := b.NewClient(t)
 		const lease = 300 * time.Millisecond
-		s := newScheduler(t, rdb, watchdog.WithLease(lease))
+		s := newScheduler(t, rdb, renewal.WithLease(lease))
 		name := redistest.Name(t)
 		kept, gone, taken := name+":kept", name+":gone", name+":taken"
 		for _, k := range []string{kept, gone, taken} {
@@ -126,7 +126,7 @@ func TestRetriesUntilLeaseRunsOut(t *testing.T) {
 			o.MaxRetries = -1
 		})
 		const lease = 600 * time.Millisecond
-		s := newScheduler(t, rdb, watchdog.WithLease(lease))
+		s := newScheduler(t, rdb, renewal.WithLease(lease))
 		name := redistest.Name(t)
 		hold(t, direct, name, "c:1", lease)
 		lost := make(lossLog, 1)
@@ -169,7 +169,7 @@ func TestStopAndClose(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		rdb := b.NewClient(t)
 		const lease = 300 * time.Millisecond
-		s, err := watchdog.New(rdb, watchdog.WithLease(lease))
+		s, err := renewal.New(rdb, renewal.WithLease(lease))
 		require.NoError(t, err)
 		name := redistest.Name(t)
 		hold(t, rdb, name, "c:1", lease)
@@ -196,22 +196,22 @@ func TestStopAndClose(t *testing.T) {
 }
 
 func TestOptionsValidation(t *testing.T) {
-	_, err := watchdog.New(nil)
+	_, err := renewal.New(nil)
 	require.ErrorIs(t, err, rlock.ErrInvalidArgument)
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer rdb.Close()
-	for _, o := range []watchdog.Option{
-		watchdog.WithLease(time.Millisecond),
-		watchdog.WithInterval(0),
-		watchdog.WithBatchSize(-1),
-		watchdog.WithBatchSize(10001),
+	for _, o := range []renewal.Option{
+		renewal.WithLease(time.Millisecond),
+		renewal.WithInterval(0),
+		renewal.WithBatchSize(-1),
+		renewal.WithBatchSize(10001),
 	} {
-		_, err := watchdog.New(rdb, o)
+		_, err := renewal.New(rdb, o)
 		require.ErrorIs(t, err, rlock.ErrInvalidArgument)
 	}
-	s, err := watchdog.New(rdb, nil)
+	s, err := renewal.New(rdb, nil)
 	require.NoError(t, err)
-	require.Equal(t, watchdog.DefaultLease, s.LeaseDuration())
-	require.Equal(t, watchdog.DefaultLease/3, s.Interval())
+	require.Equal(t, renewal.DefaultLease, s.LeaseDuration())
+	require.Equal(t, renewal.DefaultLease/3, s.Interval())
 	s.Close()
 }

@@ -1,4 +1,4 @@
-package watchdog
+package renewal
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/base"
 )
 
 // applyChunk is how many leases one hold of the scheduler's mutex updates
@@ -133,13 +133,13 @@ func (lp *loop) expire(now time.Time) {
 // ranOut is the loss report of a lease that ran out, naming the cause.
 func (l *Lease) ranOut() error {
 	if l.lastErr != nil {
-		return fmt.Errorf("%w: lease of %q ran out while renewal failed: %w", rlock.ErrLockLost, l.key, l.lastErr)
+		return fmt.Errorf("%w: lease of %q ran out while renewal failed: %w", base.ErrLockLost, l.key, l.lastErr)
 	}
 	where := "its server"
 	if l.node != "" {
 		where = l.node
 	}
-	return fmt.Errorf("%w: lease of %q ran out before a renewal could reach %s", rlock.ErrLockLost, l.key, where)
+	return fmt.Errorf("%w: lease of %q ran out before a renewal could reach %s", base.ErrLockLost, l.key, where)
 }
 
 // timeouts gives up waiting for the rounds in flight past their bound: their
@@ -357,7 +357,7 @@ func (lp *loop) apply(r *round) {
 	if len(failed) > 0 {
 		cause := r.err
 		if cause == nil { // cannot happen: every failed batch records its error
-			cause = rlock.ErrUnexpectedReply
+			cause = base.ErrUnexpectedReply
 		}
 		err := fmt.Errorf("renewal on %s: %w", r.node.id, cause)
 		if r.timedOut { // retried already: keep the real error
@@ -372,7 +372,7 @@ func (lp *loop) apply(r *round) {
 		}
 	}
 	for _, l := range lost {
-		l.lost(fmt.Errorf("%w: %q was no longer held by this owner at renewal", rlock.ErrLockLost, l.key))
+		l.lost(fmt.Errorf("%w: %q was no longer held by this owner at renewal", base.ErrLockLost, l.key))
 	}
 }
 

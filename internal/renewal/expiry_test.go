@@ -1,4 +1,4 @@
-package watchdog
+package renewal
 
 import (
 	"math/rand/v2"

@@ -1,4 +1,4 @@
-package watchdog_test
+package renewal_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/internal/redistest"
-	"github.com/rlock-go/rlock/watchdog"
+	"github.com/rlock-go/rlock/internal/renewal"
 )
 
 // holdOn writes a lock hash through any client (a ClusterClient routes it).
@@ -32,17 +32,17 @@ func TestClusterOneRoundTripPerNode(t *testing.T) {
 	calls := &redistest.ScriptCalls{}
 	cc.OnNewNode(func(n *redis.Client) { n.AddHook(calls) })
 	const lease = 5 * time.Second
-	s := newScheduler(t, cc, watchdog.WithLease(lease), watchdog.WithInterval(300*time.Millisecond))
-	base := redistest.Name(t)
+	s := newScheduler(t, cc, renewal.WithLease(lease), renewal.WithInterval(300*time.Millisecond))
+	stem := redistest.Name(t)
 	lost := make(lossLog, 100)
 	var keys []string
 	// Three slots, one on each master...
 	for _, m := range c.Masters(t) {
-		keys = append(keys, redistest.KeyInSlot(base, c.SlotRanges(t, m)[0][0]))
+		keys = append(keys, redistest.KeyInSlot(stem, c.SlotRanges(t, m)[0][0]))
 	}
 	// ...and 20 locks sharing a fourth slot through a hash tag.
 	for i := range 20 {
-		keys = append(keys, fmt.Sprintf("{%s}:%d", base, i))
+		keys = append(keys, fmt.Sprintf("{%s}:%d", stem, i))
 	}
 	for _, k := range keys {
 		holdOn(t, cc, k, "c:1", lease)
@@ -84,17 +84,17 @@ func TestClusterRenewalSurvivesFailover(t *testing.T) {
 	// The lease outlasts the failover (~5 s) with room to spare on a
 	// loaded machine; renewal is tried every 300 ms.
 	const lease = 20 * time.Second
-	s := newScheduler(t, cc, watchdog.WithLease(lease), watchdog.WithInterval(300*time.Millisecond))
+	s := newScheduler(t, cc, renewal.WithLease(lease), renewal.WithInterval(300*time.Millisecond))
 
-	base := redistest.Name(t)
+	stem := redistest.Name(t)
 	masters := c.Masters(t)
 	victim := masters[0]
 	slot := c.SlotRanges(t, victim)[0][0]
-	kept := redistest.KeyInSlot(base+"-kept", slot)
-	gone := redistest.KeyInSlot(base+"-gone", slot)
+	kept := redistest.KeyInSlot(stem+"-kept", slot)
+	gone := redistest.KeyInSlot(stem+"-gone", slot)
 	others := []string{
-		redistest.KeyInSlot(base, c.SlotRanges(t, masters[1])[0][0]),
-		redistest.KeyInSlot(base, c.SlotRanges(t, masters[2])[0][0]),
+		redistest.KeyInSlot(stem, c.SlotRanges(t, masters[1])[0][0]),
+		redistest.KeyInSlot(stem, c.SlotRanges(t, masters[2])[0][0]),
 	}
 	lost := make(chan string, 10)
 	for _, k := range append([]string{kept, gone}, others...) {
@@ -175,14 +175,14 @@ func TestClusterRenewalFollowsSlotMigration(t *testing.T) {
 	cc := c.NewClient(t)
 	ctx := context.Background()
 	const lease = 3 * time.Second
-	s := newScheduler(t, cc, watchdog.WithLease(lease), watchdog.WithInterval(200*time.Millisecond))
+	s := newScheduler(t, cc, renewal.WithLease(lease), renewal.WithInterval(200*time.Millisecond))
 	masters := c.Masters(t)
 	src, dst := masters[0], masters[1]
 	slot := c.SlotRanges(t, src)[0][0]
-	base := redistest.Name(t)
+	stem := redistest.Name(t)
 	var keys []string
 	for i := range 5 {
-		keys = append(keys, redistest.KeyInSlot(fmt.Sprintf("%s-%d", base, i), slot))
+		keys = append(keys, redistest.KeyInSlot(fmt.Sprintf("%s-%d", stem, i), slot))
 	}
 	lost := make(chan string, len(keys))
 	for _, k := range keys {

@@ -1,6 +1,6 @@
 //go:build race
 
-package watchdog_test
+package renewal_test
 
 // raceDetector reports whether the race detector is on: it makes go-redis
 // encode and decode about ten times slower, too slow for 100,000 renewals

@@ -1,0 +1,44 @@
+package base_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/rlock-go/rlock/internal/base"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func TestDerivedKeyKeepsTheSlot(t *testing.T) {
+	for _, name := range []string{"orders:42", "{user7}:cart", "a{b}c", "x"} {
+		for _, p := range []string{base.ChannelPrefix, base.LatchPrefix, base.QueuePrefix, base.TimeoutPrefix, base.TokenPrefix} {
+			require.Equal(t, base.Slot(name), base.Slot(base.DerivedKey(p, name)), "%s %s", p, name)
+		}
+	}
+	require.Equal(t, "redisson_lock__channel:{orders:42}", base.Channel("orders:42"))
+	require.Equal(t, "redisson_lock__channel:{user7}:cart", base.Channel("{user7}:cart"))
+}
+
+func TestValidation(t *testing.T) {
+	require.NoError(t, base.ValidateName("n"))
+	require.ErrorIs(t, base.ValidateName(""), base.ErrInvalidArgument)
+	require.ErrorIs(t, base.ValidateName(strings.Repeat("n", base.MaxNameLen+1)), base.ErrInvalidArgument)
+
+	_, ok, err := base.OwnerFrom(context.Background())
+	require.False(t, ok)
+	require.NoError(t, err)
+	id, ok, err := base.OwnerFrom(base.WithOwner(context.Background(), "job-1"))
+	require.True(t, ok)
+	require.NoError(t, err)
+	require.Equal(t, "job-1", id)
+	for _, bad := range []string{"", "#3", "a\x00", strings.Repeat("o", base.MaxOwnerLen+1)} {
+		_, _, err := base.OwnerFrom(base.WithOwner(context.Background(), bad))
+		require.ErrorIs(t, err, base.ErrInvalidArgument, "%q", bad)
+	}
+}

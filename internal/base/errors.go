@@ -1,0 +1,47 @@
+package base
+
+import "errors"
+
+// Every error rlock returns either is, or wraps, one of these sentinels, a
+// context error (context.Canceled, context.DeadlineExceeded) or an error
+// from the Redis client. Test for them with errors.Is.
+var (
+	// ErrNotObtained means a lock was held by another owner when TryLock
+	// made its attempt. It never means the wait was cancelled: a Lock whose
+	// context ends returns the context's error instead.
+	ErrNotObtained = errors.New("rlock: lock not obtained")
+
+	// ErrNotHeld means the caller's owner does not hold the lock it tried to
+	// release or renew: it never held it, released it already, or the lock
+	// expired or was force-unlocked meanwhile. Nothing was changed.
+	ErrNotHeld = errors.New("rlock: lock not held by this owner")
+
+	// ErrLockLost means a lock this client held stopped being held without
+	// an Unlock: the watchdog found its hash field gone (lease expired,
+	// force-unlocked, Redis restarted or failed over), or Redis stayed
+	// unreachable until the lease had certainly run out.
+	ErrLockLost = errors.New("rlock: lock lost")
+
+	// ErrInvalidArgument means an argument was rejected before any I/O: an
+	// empty name, a nil client, a lease that is not positive, and so on.
+	// The wrapping error says which argument and why.
+	ErrInvalidArgument = errors.New("rlock: invalid argument")
+
+	// ErrClosed means the client was closed; no further operation is sent.
+	ErrClosed = errors.New("rlock: client closed")
+
+	// ErrNoExpiry is returned by TTL queries for a lock hash that exists but
+	// has no expiry (written by a foreign client without PEXPIRE).
+	ErrNoExpiry = errors.New("rlock: lock has no expiry")
+
+	// ErrNotReplicated means a lock was granted on a master with connected
+	// replicas, but none acknowledged the write within the replica-sync
+	// timeout (WAIT), so a failover could have lost it: the acquisition was
+	// undone. Lock retries within its context; TryLock returns it.
+	ErrNotReplicated = errors.New("rlock: lock not replicated")
+
+	// ErrUnexpectedReply means Redis answered a lock script with a reply of
+	// the wrong shape (for example, a key of another type under the lock's
+	// name). It is never read as "acquired".
+	ErrUnexpectedReply = errors.New("rlock: unexpected reply from Redis")
+)

@@ -1,0 +1,60 @@
+// Package lua builds the scripts rlock runs from the Lua files of package
+// scripts, each with the preludes it needs.
+package lua
+
+import (
+	"io/fs"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rlock-go/rlock/scripts"
+)
+
+func src(name string) string {
+	b, err := fs.ReadFile(scripts.Files(), name+".lua")
+	if err != nil {
+		panic("lua: script " + name + " is not embedded") // a build error, caught by every test
+	}
+	return string(b)
+}
+
+var (
+	holdsSrc      = src("holds")
+	fairCommonSrc = src("fair_common")
+)
+
+func withHolds(name string) string { return holdsSrc + "\n" + src(name) }
+
+var (
+	// Lock acquires one hold of a reentrant lock (see lock.lua).
+	Lock = redis.NewScript(withHolds("lock"))
+	// Unlock releases one hold of a reentrant lock (see unlock.lua).
+	Unlock = redis.NewScript(withHolds("unlock"))
+	// ForceUnlock deletes a lock whoever holds it (see force_unlock.lua).
+	ForceUnlock = redis.NewScript(withHolds("force_unlock"))
+	// Renew renews a batch of leases for the watchdog (see renew.lua). It
+	// serves both lock kinds: a fair lock's hash is a reentrant lock's.
+	Renew = redis.NewScript(src("renew"))
+
+	// FairLock acquires one hold of a fair lock or queues for it (see
+	// fair_lock.lua).
+	FairLock = fair(withHolds("fair_lock"))
+	// FairUnlock releases one hold of a fair lock (see fair_unlock.lua).
+	FairUnlock = fair(withHolds("fair_unlock"))
+	// FairForceUnlock deletes a fair lock whoever holds it (see
+	// fair_force_unlock.lua).
+	FairForceUnlock = fair(withHolds("fair_force_unlock"))
+	// FairLeave takes a waiter out of a fair lock's queue (see
+	// fair_leave.lua).
+	FairLeave = fair(src("fair_leave"))
+	// FairQueue reads a fair lock's queue (see fair_queue.lua).
+	FairQueue = fair(src("fair_queue"))
+)
+
+func fair(src string) *redis.Script { return redis.NewScript(fairCommonSrc + "\n" + src) }
+
+// All lists every script, for preloading (SCRIPT LOAD) on each server.
+func All() []*redis.Script {
+	return []*redis.Script{Lock, Unlock, ForceUnlock, Renew,
+		FairLock, FairUnlock, FairForceUnlock, FairLeave, FairQueue}
+}
