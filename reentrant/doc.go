@@ -3,13 +3,12 @@
 // by pub/sub, sharing its data layout with Redisson so Java and Go services
 // can share locks.
 //
-// # Client and handles
+// # Handles
 //
-// A Client wraps any go-redis v9 client (standalone, cluster, failover,
-// ring). It owns the client ID, one pub/sub connection shared by every
-// blocked Lock call (reference-counted per lock channel), and one watchdog
-// that renews every lock it holds in batches. New returns a cheap handle
-// on one lock name; neither constructor does I/O.
+// New returns a cheap handle on one lock name, run through an
+// *rlock.Client (one per Redis deployment, shared by every lock kind: its
+// client ID, its one pub/sub connection for every blocked Lock call and its
+// one watchdog). Neither constructor does I/O.
 //
 //	c, err := rlock.NewClient(rdb)
 //	...
@@ -20,6 +19,7 @@
 //		return err // ctx ended, client closed, or a Redis error
 //	}
 //	defer l.Unlock(ctx)
+//	work(l.Ctx()) // cancelled, with a cause wrapping rlock.ErrLockLost, if the lock is lost
 //
 // # Owners and reentrancy
 //
@@ -32,10 +32,13 @@
 // # Leases and the watchdog
 //
 // With WithLease, each acquisition sets the lease and nothing renews it. By
-// default (watchdog mode) the lease is 30 s and the client's watchdog renews
-// it every 10 s while held. When the watchdog finds the lock gone, or the
-// lease has certainly run out while Redis was unreachable, it tells the
-// holder: the handle's Done channel closes and Err wraps rlock.ErrLockLost.
+// default (watchdog mode, also WithLease(0)) the lease is the client's
+// watchdog lease, 30 s, and the client's watchdog renews it every 10 s
+// while held (rlock.WithWatchdogLease, rlock.WithWatchdogInterval). When the
+// watchdog finds the lock gone, or the lease has certainly run out while
+// Redis was unreachable, it tells the holder: the handle's Done channel
+// closes, Err wraps rlock.ErrLockLost, and Ctx is cancelled with that cause.
+// Until tells up to when the lock is known to be held.
 //
 // # Cancellation
 //
@@ -59,7 +62,7 @@
 //
 // WithFencing makes each grant from free to held draw a strictly larger
 // fencing token (Token), for stores that can refuse stale writers. Replica
-// sync (WithReplicaSync, on by default for a *redis.Client or a
+// sync (rlock.WithReplicaSync, on by default for a *redis.Client or a
 // *redis.ClusterClient) pipelines WAIT with every acquisition on the lock's
 // master and undoes an acquisition that no connected replica acknowledged,
 // so a failover cannot silently hand the lock to a second owner; TryLock
@@ -69,6 +72,6 @@
 // client's logger. On a cluster it follows MOVED, ASK and TRYAGAIN (slot
 // migrations) as the ClusterClient does.
 //
-// The same Client serves the fair lock (package fair); package multilock
+// The same client serves the fair lock (package fair); package multilock
 // and package redlock combine locks of any kind.
 package reentrant
