@@ -325,3 +325,41 @@ func TestMultiLockOverRedLockWatchesItsOwnHolding(t *testing.T) {
 		require.NoError(t, rl.Unlock(yctx))
 	})
 }
+
+// A RedLock answers IsHeld, its Until moves on with the nodes' watchdog
+// renewals, and its Ctx is cancelled with a cause naming the nodes lost
+// once fewer than a quorum hold.
+func TestRedLockQueriesAndCtx(t *testing.T) {
+	const lease = 300 * time.Millisecond
+	each5(t, func(t *testing.T, c *cluster) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		rl := newRedLock(t, name, c.clients(t, rlock.WithWatchdogLease(lease)), redlock.WithNodeNames("a", "b", "c", "d", "e"))
+		held, err := rl.IsHeld(ctx)
+		require.NoError(t, err)
+		require.False(t, held)
+		require.NoError(t, rl.Lock(ctx))
+		held, err = rl.IsHeld(ctx)
+		require.NoError(t, err)
+		require.True(t, held)
+		first := rl.Until()
+		require.True(t, time.Now().Before(first))
+		require.Eventually(t, func() bool { return rl.Until().After(first.Add(lease / 2)) }, 10*time.Second, 10*time.Millisecond)
+
+		hctx := rl.Ctx()
+		forceUnlock(t, c, name, 1, 2, 3)
+		<-hctx.Done()
+		cause := context.Cause(hctx)
+		require.ErrorIs(t, cause, rlock.ErrLockLost)
+		var e *multilock.Error
+		require.ErrorAs(t, cause, &e)
+		require.Len(t, e.Failures, 3)
+		for _, n := range []string{"b", "c", "d"} {
+			require.ErrorContains(t, cause, n+": ")
+		}
+		held, err = rl.IsHeld(ctx)
+		require.NoError(t, err)
+		require.False(t, held)
+		require.ErrorIs(t, rl.Unlock(ctx), rlock.ErrLockLost)
+	})
+}
