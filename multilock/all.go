@@ -183,11 +183,7 @@ func (m *MultiLock) adoptAll(grants []grant, lease time.Duration) *holding {
 	if h := m.last; h != nil && !h.ended() && sameCtxs(h.grants, grants) {
 		return h
 	}
-	every := make([]bool, len(grants))
-	for i := range every {
-		every[i] = true
-	}
-	h := m.newHolding(every, grants)
+	h := m.newHolding(m.every(), grants)
 	h.retime(lease, time.Now())
 	m.last = h
 	h.watch()

@@ -350,11 +350,7 @@ func (m *MultiLock) SetLease(ctx context.Context, lease time.Duration) error {
 	if m.byVote {
 		return m.setLeaseQuorum(ctx, lease)
 	}
-	every := make([]bool, len(m.members))
-	for i := range every {
-		every[i] = true
-	}
-	errs := m.each(every, func(_ int, l rlock.Locker) error {
+	errs := m.each(m.every(), func(_ int, l rlock.Locker) error {
 		if ll, ok := l.(rlock.LeaseLocker); ok {
 			return ll.SetLease(ctx, lease)
 		}
@@ -394,11 +390,7 @@ func (m *MultiLock) Unlock(ctx context.Context) error {
 	if m.byVote {
 		return m.unlockQuorum(ctx)
 	}
-	every := make([]bool, len(m.members))
-	for i := range every {
-		every[i] = true
-	}
-	errs := m.each(every, func(_ int, l rlock.Locker) error { return l.Unlock(ctx) })
+	errs := m.each(m.every(), func(_ int, l rlock.Locker) error { return l.Unlock(ctx) })
 	m.settle()
 	return m.failures("unlock", errs, nil)
 }
@@ -412,25 +404,17 @@ func (m *MultiLock) IsHeld(ctx context.Context) (bool, error) {
 	if err := checkInput(ctx, rlock.WatchdogMode); err != nil {
 		return false, err
 	}
-	every := make([]bool, len(m.members))
-	for i := range every {
-		every[i] = true
-	}
-	var mu sync.Mutex
-	held := 0
-	errs := m.each(every, func(_ int, l rlock.Locker) error {
-		ok, err := l.IsHeld(ctx)
-		if ok && err == nil {
-			mu.Lock()
-			held++
-			mu.Unlock()
-		}
+	yes := make([]bool, len(m.members))
+	errs := m.each(m.every(), func(i int, l rlock.Locker) (err error) {
+		yes[i], err = l.IsHeld(ctx)
 		return err
 	})
-	var fails []Failure
+	held, fails := 0, []Failure(nil)
 	for i, err := range errs {
 		if err != nil {
 			fails = append(fails, m.failure(i, err))
+		} else if yes[i] {
+			held++
 		}
 	}
 	switch {
@@ -440,6 +424,15 @@ func (m *MultiLock) IsHeld(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	return false, m.newError("is held", held, fails, nil)
+}
+
+// every returns a true for every member.
+func (m *MultiLock) every() []bool {
+	all := make([]bool, len(m.members))
+	for i := range all {
+		all[i] = true
+	}
+	return all
 }
 
 // each runs fn on the members in which, in parallel, and returns their

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/rlock-go/rlock"
-	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/multilock"
 	"github.com/rlock-go/rlock/reentrant"
 )
@@ -31,12 +30,11 @@ var (
 )
 
 // Option configures a RedLock. A nil Option is ignored.
-type Option func(*config) error
+type Option func(*config)
 
 type config struct {
-	lease, nodeWait    time.Duration
-	retryMin, retryMax time.Duration
-	names              []string
+	names []string
+	opts  []multilock.Option // checked by multilock.New
 }
 
 // WithLease sets the lease of Lock and TryLock (LockLease and TryLockLease
@@ -47,13 +45,7 @@ type config struct {
 // gets its client's watchdog lease (30 s by default) and is renewed while
 // held.
 func WithLease(d time.Duration) Option {
-	return func(c *config) error {
-		if err := base.CheckLease(d); err != nil {
-			return err
-		}
-		c.lease = d
-		return nil
-	}
+	return func(c *config) { c.opts = append(c.opts, multilock.WithLease(d)) }
 }
 
 // WithNodeWait sets the per-node wait: how long one attempt waits for each
@@ -61,35 +53,20 @@ func WithLease(d time.Duration) Option {
 // divided by the number of nodes, at least 1 ms (Redisson's rule), or
 // DefaultNodeWait when the context has no deadline. d must be positive.
 func WithNodeWait(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("%w: node wait %v is not positive", rlock.ErrInvalidArgument, d)
-		}
-		c.nodeWait = d
-		return nil
-	}
+	return func(c *config) { c.opts = append(c.opts, multilock.WithReplyWait(d)) }
 }
 
 // WithRetryDelay sets how long Lock waits between two attempts: a random
 // time between lo and hi, so that competing clients do not retry in step.
 // Default: 20 ms to 200 ms. Both must be positive and lo <= hi.
 func WithRetryDelay(lo, hi time.Duration) Option {
-	return func(c *config) error {
-		if lo <= 0 || hi < lo {
-			return fmt.Errorf("%w: retry delay %v..%v (want 0 < lo <= hi)", rlock.ErrInvalidArgument, lo, hi)
-		}
-		c.retryMin, c.retryMax = lo, hi
-		return nil
-	}
+	return func(c *config) { c.opts = append(c.opts, multilock.WithRetryDelay(lo, hi)) }
 }
 
 // WithNodeNames names the nodes in errors (for example by address), in
 // the order of the clients given to New. Default: "node 0", "node 1", ...
 func WithNodeNames(names ...string) Option {
-	return func(c *config) error {
-		c.names = append([]string(nil), names...)
-		return nil
-	}
+	return func(c *config) { c.names = append([]string(nil), names...) }
 }
 
 // New returns a RedLock called name over nodes: one rlock client per Redis
@@ -106,11 +83,8 @@ func New(nodes []*rlock.Client, name string, opts ...Option) (*RedLock, error) {
 	}
 	var cfg config
 	for _, o := range opts {
-		if o == nil {
-			continue
-		}
-		if err := o(&cfg); err != nil {
-			return nil, err
+		if o != nil {
+			o(&cfg)
 		}
 	}
 	if cfg.names != nil && len(cfg.names) != len(nodes) {
@@ -136,15 +110,7 @@ func New(nodes []*rlock.Client, name string, opts ...Option) (*RedLock, error) {
 			labels[i] = cfg.names[i]
 		}
 	}
-	mopts := []multilock.Option{
-		multilock.WithQuorum(len(nodes)/2 + 1), multilock.WithLease(cfg.lease), multilock.WithMemberNames(labels...),
-	}
-	if cfg.nodeWait > 0 {
-		mopts = append(mopts, multilock.WithReplyWait(cfg.nodeWait))
-	}
-	if cfg.retryMin > 0 {
-		mopts = append(mopts, multilock.WithRetryDelay(cfg.retryMin, cfg.retryMax))
-	}
+	mopts := append([]multilock.Option{multilock.WithQuorum(len(nodes)/2 + 1), multilock.WithMemberNames(labels...)}, cfg.opts...)
 	m, err := multilock.New(members, mopts...)
 	if err != nil {
 		return nil, err
