@@ -16,6 +16,9 @@ type Locker interface {
 	TryLock(ctx context.Context) error
 	// Unlock releases one hold; ErrNotHeld if the owner holds none.
 	Unlock(ctx context.Context) error
+	// IsHeld reports whether the caller's owner holds the lock (for a
+	// combinator: enough of its members, see MultiLock.IsHeld).
+	IsHeld(ctx context.Context) (bool, error)
 	// Name is the lock's name (its Redis key).
 	Name() string
 }

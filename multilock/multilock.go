@@ -2,31 +2,43 @@ package multilock
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"github.com/rlock-go/rlock/internal/base"
-	"math/rand/v2"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/core"
+	"github.com/rlock-go/rlock/internal/fence"
 )
 
-// MultiLock holds several locks as one: it is held when every member is
-// held by the caller's owner, and it satisfies rlock.LeaseLocker, so it can
-// itself be a member of another MultiLock. Create it with New; it is safe
-// for concurrent use and does no I/O until a method is called.
+// DefaultReplyWait is the reply wait of quorum mode when the context has
+// no deadline and WithReplyWait was not given.
+const DefaultReplyWait = 500 * time.Millisecond
+
+// MultiLock holds several locks as one: by default it is held when every
+// member is held by the caller's owner (all mode); with WithQuorum(k), when
+// k of its n members are (quorum mode). It satisfies rlock.LeaseLocker, so
+// it can itself be a member of another MultiLock. Create it with New; it is
+// safe for concurrent use and does no I/O until a method is called.
 type MultiLock struct {
 	members []rlock.Locker
+	labels  []string // by member, for errors
 	lease   time.Duration
-	stepMin time.Duration
-	stepMax time.Duration
-	mu      sync.Mutex
-	last    *period // the holding period of the last acquisition
+	quorum  int  // k; n in all mode
+	byVote  bool // quorum mode
+
+	stepMin, stepMax   time.Duration // all mode: member wait
+	replyWait          time.Duration // quorum mode: 0 derives it from ctx
+	retryMin, retryMax time.Duration // quorum mode: Lock's retry delay
+
+	fence fence.Fence // quorum mode: releases in flight, by owner and member
+
+	mu    sync.Mutex
+	holds map[string]*holding // quorum mode: by owner ID, "" the default owner
+	last  *holding            // the holding period of the last acquisition
 }
 
 var (
@@ -35,44 +47,110 @@ var (
 )
 
 // Option configures a MultiLock. A nil Option is ignored.
-type Option func(*MultiLock) error
+type Option func(*config) error
 
-// WithLease sets the lease that Lock and TryLock give every member that
-// implements rlock.LeaseLocker once all members are held, unless the owner
-// held it already (see Lock): each then expires d after the acquisition
-// and nothing renews it. d must be at least 1 ms.
-// Default: rlock.WatchdogMode, every such member is renewed by its client's
-// watchdog for as long as it is held. Members that only implement
-// rlock.Locker keep the lease setting of their own handle.
+type config struct {
+	lease              time.Duration
+	quorum             int
+	stepMin, stepMax   time.Duration
+	replyWait          time.Duration
+	retryMin, retryMax time.Duration
+	names              []string
+	allOnly, voteOnly  string // an option given that needs all mode, quorum mode
+}
+
+// WithLease sets the lease of Lock and TryLock (LockLease and TryLockLease
+// choose one per call): every member that implements rlock.LeaseLocker
+// expires d after it was acquired and nothing renews it. d must be at
+// least 1 ms, or rlock.WatchdogMode (0, the default): every such member is
+// renewed by its client's watchdog for as long as it is held. Members that
+// only implement rlock.Locker keep their own handle's lease setting.
 func WithLease(d time.Duration) Option {
-	return func(m *MultiLock) error {
+	return func(c *config) error {
 		if err := base.CheckLease(d); err != nil {
 			return err
 		}
-		m.lease = d
+		c.lease = d
 		return nil
 	}
 }
 
-// WithMemberWait bounds how long Lock waits for a member while it holds
-// the members before it. The first wait of each acquisition lasts a random
-// time between lo/2 and lo; every failed round doubles it, up to hi. When
-// the wait runs out, Lock releases what it holds and starts over from the
-// first member. Default: 50 ms up to 1 s. Both must be positive and lo <= hi.
+// WithQuorum switches the MultiLock to quorum mode: it is held when k of
+// its n members are, 1 <= k <= n. Members are then asked in parallel, a
+// failure budget of n-k members may fail, and an acquisition is valid for
+// its lease minus the time it took and a clock drift allowance (see the
+// package documentation). Default: all mode, every member in order.
+func WithQuorum(k int) Option {
+	return func(c *config) error {
+		if k < 1 {
+			return fmt.Errorf("%w: quorum %d is not positive", rlock.ErrInvalidArgument, k)
+		}
+		c.quorum = k
+		return nil
+	}
+}
+
+// WithMemberWait bounds, in all mode, how long Lock waits for a member
+// while it holds the members before it. The first wait of each acquisition
+// lasts a random time between lo/2 and lo; every failed round doubles it,
+// up to hi. When the wait runs out, Lock releases what it holds and starts
+// over from the first member. Default: 50 ms up to 1 s. Both must be
+// positive and lo <= hi; quorum mode rejects it (see WithReplyWait).
 func WithMemberWait(lo, hi time.Duration) Option {
-	return func(m *MultiLock) error {
+	return func(c *config) error {
 		if lo <= 0 || hi < lo {
 			return fmt.Errorf("%w: member wait %v..%v (want 0 < lo <= hi)", rlock.ErrInvalidArgument, lo, hi)
 		}
-		m.stepMin, m.stepMax = lo, hi
+		c.stepMin, c.stepMax, c.allOnly = lo, hi, "WithMemberWait"
 		return nil
 	}
 }
 
-// New returns a MultiLock over locks, acquired in the given order. The
-// locks may be of any kind and on any clients and servers. It does no I/O.
-// It reports ErrInvalidArgument for an empty list, a nil member or a bad
-// option. The slice is copied.
+// WithReplyWait sets, in quorum mode, how long one attempt waits for each
+// member's answer. Default: the time left until the context's deadline
+// divided by the number of members, at least 1 ms (Redisson's rule), or
+// DefaultReplyWait when the context has no deadline. d must be positive;
+// all mode rejects it.
+func WithReplyWait(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: reply wait %v is not positive", rlock.ErrInvalidArgument, d)
+		}
+		c.replyWait, c.voteOnly = d, "WithReplyWait"
+		return nil
+	}
+}
+
+// WithRetryDelay sets, in quorum mode, how long Lock waits between two
+// attempts: a random time between lo and hi, so that competing clients do
+// not retry in step. Default: 20 ms to 200 ms. Both must be positive and
+// lo <= hi; all mode rejects it.
+func WithRetryDelay(lo, hi time.Duration) Option {
+	return func(c *config) error {
+		if lo <= 0 || hi < lo {
+			return fmt.Errorf("%w: retry delay %v..%v (want 0 < lo <= hi)", rlock.ErrInvalidArgument, lo, hi)
+		}
+		c.retryMin, c.retryMax, c.voteOnly = lo, hi, "WithRetryDelay"
+		return nil
+	}
+}
+
+// WithMemberNames names the members in errors (for example by server
+// address), in the order of New's list. Default: `member 0 ("<name>")`,
+// and so on.
+func WithMemberNames(names ...string) Option {
+	return func(c *config) error {
+		c.names = slices.Clone(names)
+		return nil
+	}
+}
+
+// New returns a MultiLock over locks, acquired in the given order in all
+// mode. The locks may be of any kind and on any clients and servers. It
+// does no I/O. It reports rlock.ErrInvalidArgument for an empty list, a nil
+// member, a quorum above the number of members, WithMemberNames with the
+// wrong count, an option of the other mode, or a bad option. The slice is
+// copied.
 func New(locks []rlock.Locker, opts ...Option) (*MultiLock, error) {
 	if len(locks) == 0 {
 		return nil, fmt.Errorf("%w: a MultiLock needs at least one lock", rlock.ErrInvalidArgument)
@@ -82,92 +160,162 @@ func New(locks []rlock.Locker, opts ...Option) (*MultiLock, error) {
 			return nil, fmt.Errorf("%w: lock %d is nil", rlock.ErrInvalidArgument, i)
 		}
 	}
-	m := &MultiLock{
-		members: append([]rlock.Locker(nil), locks...),
-		lease:   rlock.WatchdogMode,
-		stepMin: 50 * time.Millisecond,
-		stepMax: time.Second,
+	cfg := config{
+		stepMin: 50 * time.Millisecond, stepMax: time.Second,
+		retryMin: 20 * time.Millisecond, retryMax: 200 * time.Millisecond,
 	}
 	for _, o := range opts {
 		if o == nil {
 			continue
 		}
-		if err := o(m); err != nil {
+		if err := o(&cfg); err != nil {
 			return nil, err
+		}
+	}
+	if err := cfg.check(len(locks)); err != nil {
+		return nil, err
+	}
+	m := &MultiLock{
+		members: slices.Clone(locks), lease: cfg.lease,
+		quorum: len(locks), byVote: cfg.quorum > 0,
+		stepMin: cfg.stepMin, stepMax: cfg.stepMax,
+		replyWait: cfg.replyWait, retryMin: cfg.retryMin, retryMax: cfg.retryMax,
+		holds: make(map[string]*holding),
+	}
+	if m.byVote {
+		m.quorum = cfg.quorum
+	}
+	m.labels = cfg.names
+	if m.labels == nil {
+		for i, l := range locks {
+			m.labels = append(m.labels, fmt.Sprintf("member %d (%q)", i, l.Name()))
 		}
 	}
 	return m, nil
 }
 
-// Name returns the members' names joined by ",".
+func (c *config) check(n int) error {
+	switch {
+	case c.quorum > n:
+		return fmt.Errorf("%w: quorum %d of %d members", rlock.ErrInvalidArgument, c.quorum, n)
+	case c.names != nil && len(c.names) != n:
+		return fmt.Errorf("%w: %d member names for %d members", rlock.ErrInvalidArgument, len(c.names), n)
+	case c.quorum > 0 && c.allOnly != "":
+		return fmt.Errorf("%w: %s is for all mode, not WithQuorum", rlock.ErrInvalidArgument, c.allOnly)
+	case c.quorum == 0 && c.voteOnly != "":
+		return fmt.Errorf("%w: %s needs WithQuorum", rlock.ErrInvalidArgument, c.voteOnly)
+	}
+	return nil
+}
+
+// Name returns the members' distinct names joined by ",", in member order
+// (a quorum over one name on n servers is called by that name).
 func (m *MultiLock) Name() string {
-	names := make([]string, len(m.members))
-	for i, l := range m.members {
-		names[i] = l.Name()
+	var names []string
+	for _, l := range m.members {
+		if !slices.Contains(names, l.Name()) {
+			names = append(names, l.Name())
+		}
 	}
 	return strings.Join(names, ",")
 }
 
-// Members returns the members, in acquisition order.
-func (m *MultiLock) Members() []rlock.Locker {
-	return append([]rlock.Locker(nil), m.members...)
-}
+// Members returns the members, in the order given to New.
+func (m *MultiLock) Members() []rlock.Locker { return slices.Clone(m.members) }
 
-// Lock blocks until the caller's owner holds every member, or ctx ends.
-// It takes the members in order. It waits for the first one for as long as
-// ctx allows; for each later one, while holding the earlier ones, it waits
-// at most the member wait (see WithMemberWait), so two MultiLocks that take
-// shared locks in different orders cannot deadlock: when the wait runs out,
-// Lock releases every member it took, waits until the busy member can be
-// taken (holding nothing), lets it go, and starts over with a longer wait.
+// Quorum returns how many members must be held: k in quorum mode, every
+// member in all mode.
+func (m *MultiLock) Quorum() int { return m.quorum }
+
+// Lock blocks until the caller's owner holds the MultiLock, or ctx ends.
 //
-// Members that implement rlock.LeaseLocker are taken in watchdog mode
-// while the others are acquired (so none expires however long that takes)
-// and then given the lease (see WithLease), except members the owner held
-// already: a re-entered member keeps its hold's lease. Re-locking a
-// MultiLock the owner holds re-enters every member; each Lock needs one
-// Unlock.
+// In all mode it takes the members in order. It waits for the first one
+// for as long as ctx allows; for each later one, while holding the earlier
+// ones, it waits at most the member wait (see WithMemberWait), so two
+// MultiLocks that take shared locks in different orders cannot deadlock:
+// when the wait runs out, Lock releases every member it took, waits until
+// the busy member can be taken (holding nothing), lets it go, and starts
+// over with a longer wait. Members that implement rlock.LeaseLocker are
+// taken in watchdog mode while the others are acquired (so none expires
+// however long that takes) and then given the lease (see WithLease),
+// except members the owner held already: a re-entered member keeps its
+// hold's lease. Re-locking a MultiLock the owner holds re-enters every
+// member; each Lock needs one Unlock. When a member fails otherwise (a
+// Redis error, a closed client), Lock releases the members it took and
+// returns an *Error naming the member, joined with any error of that
+// release.
 //
-// When ctx ends, Lock returns an error wrapping ctx's error and holds no
-// more than before. When a member fails otherwise (a Redis error, a closed
-// client), Lock releases the members it took and returns an error naming
-// the member. Errors from that release are joined to it. A nil ctx, a bad
-// owner ID in ctx or a lease neither rlock.WatchdogMode nor at least 1 ms
-// is rejected with rlock.ErrInvalidArgument before any member is asked.
+// In quorum mode it makes attempts as TryLock does, waiting a random retry
+// delay (WithRetryDelay) between them, until one succeeds. The reply wait
+// is derived anew for every attempt from the time ctx has left. Errors
+// other than "not obtained" end it at once, and so does a failure on so
+// many closed clients that no quorum is left.
+//
+// When ctx ends, Lock returns an error wrapping ctx's error (never
+// rlock.ErrNotObtained; the last attempt's failure is in its text) and
+// holds no more than before. A nil ctx, a bad owner ID in ctx or a lease
+// neither rlock.WatchdogMode nor at least 1 ms is rejected with
+// rlock.ErrInvalidArgument before any member is asked (on every method).
 func (m *MultiLock) Lock(ctx context.Context) error { return m.acquire(ctx, m.lease, true) }
 
-// TryLock makes one attempt on each member in order. When a member is held
-// by another owner it releases the members it took and returns an error
-// wrapping rlock.ErrNotObtained that names the member. Otherwise it behaves
-// as Lock.
+// TryLock makes one attempt.
+//
+// In all mode it tries each member once, in order; when a member is held
+// by another owner it releases the members it took and returns an *Error
+// wrapping rlock.ErrNotObtained that names the member.
+//
+// In quorum mode it asks every member in parallel and waits for each at
+// most the reply wait (see WithReplyWait), so a member that is down or
+// frozen delays it by that much at most. The MultiLock is obtained when k
+// members granted it and its validity (lease - elapsed - drift, see
+// Drift; elapsed runs from the earliest request sent to a member that
+// granted) is positive. Otherwise every member that granted is released
+// again (TryLock waits for these releases at most another reply wait, and
+// the owner's next attempt on such a member waits for its release first);
+// a member whose outcome is unknown (no answer in time, a lost reply) holds
+// nothing by rlock.Locker's contract: rlock's locks give such a grant back
+// by themselves. The error is then an *Error wrapping rlock.ErrNotObtained
+// that lists each member that failed and why. Re-locking a MultiLock this
+// handle holds for the caller's owner only counts one more hold (no I/O;
+// the lease stays as it is), as long as the holding period is neither lost
+// nor past its validity; each successful Lock or TryLock needs one Unlock.
+//
+// When ctx ends during the attempt it returns an error wrapping ctx's
+// error, after the same clean-up.
 func (m *MultiLock) TryLock(ctx context.Context) error { return m.acquire(ctx, m.lease, false) }
 
-// LockLease is Lock with lease instead of the WithLease setting:
-// rlock.WatchdogMode or a positive duration.
+// LockLease is Lock with lease for this acquisition instead of the
+// WithLease setting: a lease of at least 1 ms, or rlock.WatchdogMode.
 func (m *MultiLock) LockLease(ctx context.Context, lease time.Duration) error {
 	return m.acquire(ctx, lease, true)
 }
 
-// TryLockLease is TryLock with lease instead of the WithLease setting.
+// TryLockLease is TryLock with lease for this acquisition instead of the
+// WithLease setting.
 func (m *MultiLock) TryLockLease(ctx context.Context, lease time.Duration) error {
 	return m.acquire(ctx, lease, false)
 }
 
-// SetLease changes the lease of the caller's owner's holding on every
-// member that implements rlock.LeaseLocker (see rlock.LeaseLocker.SetLease),
-// in parallel, including holds the owner had before it took the
-// MultiLock. It returns every member's failure, joined, or
-// rlock.ErrInvalidArgument, asking no member, for bad input (see Lock).
-func (m *MultiLock) SetLease(ctx context.Context, lease time.Duration) error {
+func (m *MultiLock) acquire(ctx context.Context, lease time.Duration, wait bool) error {
 	if err := checkInput(ctx, lease); err != nil {
 		return err
 	}
-	return m.setLease(ctx, lease, len(m.members))
+	if ctx.Err() != nil {
+		return m.ctxErr(ctx)
+	}
+	if m.byVote {
+		return m.acquireQuorum(ctx, lease, wait)
+	}
+	return m.acquireAll(ctx, lease, wait)
+}
+
+func (m *MultiLock) ctxErr(ctx context.Context) error {
+	return fmt.Errorf("multilock: waiting for %q: %w", m.Name(), ctx.Err())
 }
 
 // checkInput rejects, before any member is asked, what a member would
-// reject only once the members before it were taken: a nil ctx, a bad
-// owner ID in ctx, a lease neither rlock.WatchdogMode nor at least 1 ms.
+// reject only once other members were taken: a nil ctx, a bad owner ID in
+// ctx, a lease neither rlock.WatchdogMode nor at least 1 ms.
 func checkInput(ctx context.Context, lease time.Duration) error {
 	if err := base.CheckContext(ctx); err != nil {
 		return err
@@ -178,388 +326,211 @@ func checkInput(ctx context.Context, lease time.Duration) error {
 	return base.CheckLease(lease)
 }
 
-// setLease sets lease on the first n members that take one.
-func (m *MultiLock) setLease(ctx context.Context, lease time.Duration, n int) error {
-	return m.each(n, func(i int, l rlock.Locker) error {
+// ownerKey returns the owner ID ctx carries, "" for the default owner.
+func ownerKey(ctx context.Context) string {
+	id, _, _ := base.OwnerFrom(ctx)
+	return id
+}
+
+// SetLease changes the lease of the caller's owner's holding, in parallel
+// on every member that implements rlock.LeaseLocker (see
+// rlock.LeaseLocker.SetLease): a positive lease restarts the validity
+// (Until) from now, rlock.WatchdogMode hands every member to its watchdog.
+// In all mode that includes holds the owner had before it took the
+// MultiLock, and it returns an *Error naming every member that failed. In
+// quorum mode it covers the members that granted this handle's holding;
+// it returns an error wrapping rlock.ErrNotHeld, without I/O, when the
+// handle holds nothing for the owner, and an *Error wrapping
+// rlock.ErrNotHeld when fewer than k members still held it. Like Unlock it
+// runs to completion even when ctx is cancelled.
+func (m *MultiLock) SetLease(ctx context.Context, lease time.Duration) error {
+	if err := checkInput(ctx, lease); err != nil {
+		return err
+	}
+	if m.byVote {
+		return m.setLeaseQuorum(ctx, lease)
+	}
+	errs := m.each(m.every(), func(_ int, l rlock.Locker) error {
 		if ll, ok := l.(rlock.LeaseLocker); ok {
 			return ll.SetLease(ctx, lease)
 		}
 		return nil
 	})
+	if err := m.failures("set lease", errs, nil); err != nil {
+		return err
+	}
+	m.retimed(lease)
+	return nil
 }
 
-// Unlock releases one hold on every member, in parallel, and waits for all
-// of them. It returns every member's failure joined (errors.Join), each
-// naming its member; when no member was held by the owner, every one of
-// them wraps rlock.ErrNotHeld. Like the members' Unlock, it runs to
-// completion even when ctx is cancelled. A nil ctx or a bad owner ID is
-// rejected with rlock.ErrInvalidArgument, asking no member.
+// Unlock releases one hold of the caller's owner.
+//
+// In all mode it releases one hold on every member, in parallel, and
+// returns an *Error naming every member that failed; when no member was
+// held by the owner, every failure wraps rlock.ErrNotHeld.
+//
+// In quorum mode it returns an error wrapping rlock.ErrNotHeld, without
+// I/O, when this handle holds nothing for the owner; the last hold
+// releases every member that granted it, in parallel. When the holding
+// period had ended by loss before (see Err), or its validity had run out,
+// Unlock ends it whatever holds remain, releases what is left on the
+// members and returns that loss (wrapping rlock.ErrLockLost), joined with
+// any release failure. When the release finds fewer than k members still
+// holding (the lock was lost: expired, force-unlocked, servers restarted)
+// it returns an *Error wrapping rlock.ErrNotHeld, and the holding period
+// ends as lost; other member failures give an *Error without it.
+//
+// Like the members' Unlock, it runs to completion even when ctx is
+// cancelled. A nil ctx or a bad owner ID is rejected with
+// rlock.ErrInvalidArgument, asking no member.
 func (m *MultiLock) Unlock(ctx context.Context) error {
 	if err := checkInput(ctx, rlock.WatchdogMode); err != nil {
 		return err
 	}
-	err := m.each(len(m.members), func(_ int, l rlock.Locker) error { return l.Unlock(ctx) })
+	if m.byVote {
+		return m.unlockQuorum(ctx)
+	}
+	errs := m.each(m.every(), func(_ int, l rlock.Locker) error { return l.Unlock(ctx) })
 	m.settle()
-	return err
+	return m.failures("unlock", errs, nil)
 }
 
-// each runs fn on the first n members in parallel and joins their errors,
-// each wrapped with the member's index and name.
-func (m *MultiLock) each(n int, fn func(int, rlock.Locker) error) error {
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		l := m.members[i]
-		if i == n-1 {
-			errs[i] = fn(i, l)
-			break
-		}
-		wg.Go(func() { errs[i] = fn(i, l) })
+// IsHeld reports whether the caller's owner holds the MultiLock: every
+// member in all mode, at least k members in quorum mode, as the members
+// answer now (in parallel; it does not consult this handle's holdings). It
+// returns an *Error naming the members that failed when their answers
+// would decide it.
+func (m *MultiLock) IsHeld(ctx context.Context) (bool, error) {
+	if err := checkInput(ctx, rlock.WatchdogMode); err != nil {
+		return false, err
 	}
-	wg.Wait()
+	yes := make([]bool, len(m.members))
+	errs := m.each(m.every(), func(i int, l rlock.Locker) (err error) {
+		yes[i], err = l.IsHeld(ctx)
+		return err
+	})
+	held, fails := 0, []Failure(nil)
 	for i, err := range errs {
 		if err != nil {
-			errs[i] = m.memberErr(i, err)
+			fails = append(fails, m.failure(i, err))
+		} else if yes[i] {
+			held++
 		}
-	}
-	return errors.Join(errs...)
-}
-
-func (m *MultiLock) memberErr(i int, err error) error {
-	return fmt.Errorf("multilock: member %d (%q): %w", i, m.members[i].Name(), err)
-}
-
-// errStep marks a member wait that ran out while ctx is still alive.
-var errStep = errors.New("member wait ran out")
-
-func (m *MultiLock) acquire(ctx context.Context, lease time.Duration, wait bool) error {
-	if err := checkInput(ctx, lease); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("multilock: %w", err)
-	}
-	holds, err := m.takeAll(ctx, wait)
-	if err != nil {
-		return err
-	}
-	if lease != rlock.WatchdogMode {
-		if err := m.setLeases(ctx, holds, lease); err != nil {
-			return errors.Join(err, m.release(ctx, len(m.members)))
-		}
-	}
-	p := m.watch(holds)
-	if g := core.GrantFrom(ctx); g != nil {
-		// A MultiLock that is itself a member: its parent may set the
-		// lease of what this acquisition created, and of nothing else.
-		g.SetLease = func(ctx context.Context, lease time.Duration) error {
-			return m.setLeases(ctx, holds, lease)
-		}
-		g.Done, g.Err = p.done, p.result
-	}
-	return nil
-}
-
-// memberHold is what one member's acquisition created, as far as the
-// MultiLock needs to know.
-type memberHold struct {
-	// setLease sets the lease of the hold the acquisition created; nil
-	// for a member that takes no lease and for a re-entry, since a
-	// combinator must never change the lease of a hold the owner had
-	// before (it would stop the renewal of a hold in watchdog mode,
-	// which then expires unnoticed).
-	setLease func(context.Context, time.Duration) error
-	// done and err are the member's holding period that the acquisition
-	// is part of (see core.Grant); done is nil for a member that reports
-	// no loss.
-	done <-chan struct{}
-	err  func() error
-}
-
-// setLeases sets lease on every member hold that takes it, in parallel.
-func (m *MultiLock) setLeases(ctx context.Context, holds []memberHold, lease time.Duration) error {
-	return m.each(len(m.members), func(i int, _ rlock.Locker) error {
-		if holds[i].setLease == nil {
-			return nil
-		}
-		return holds[i].setLease(ctx, lease)
-	})
-}
-
-// takeAll takes every member, round after round, until it holds them all,
-// a member fails or ctx ends.
-func (m *MultiLock) takeAll(ctx context.Context, wait bool) ([]memberHold, error) {
-	step := m.stepMin
-	for {
-		holds, failed, err := m.round(ctx, wait, step)
-		if err == nil {
-			return holds, nil
-		}
-		if errors.Is(err, errStep) && ctx.Err() == nil {
-			// Holding nothing now, wait for the member that was busy,
-			// through its own Lock, as long as ctx allows; then let it go
-			// and start over.
-			err = m.await(ctx, failed)
-		}
-		if err != nil {
-			if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
-				return nil, fmt.Errorf("multilock: %w (last attempt: %v)", ctx.Err(), err)
-			}
-			return nil, err
-		}
-		step = min(2*step, m.stepMax)
-	}
-}
-
-// await waits until member i is free by taking and releasing it.
-func (m *MultiLock) await(ctx context.Context, i int) error {
-	l := m.members[i]
-	if _, err := take(ctx, l, true); err != nil {
-		return m.memberErr(i, err)
-	}
-	if err := l.Unlock(ctx); err != nil {
-		return m.memberErr(i, err)
-	}
-	return nil
-}
-
-// round makes one pass over the members and returns what each acquisition
-// created; on failure it has released the members it took and returns the
-// index of the member that failed.
-func (m *MultiLock) round(ctx context.Context, wait bool, step time.Duration) ([]memberHold, int, error) {
-	holds := make([]memberHold, len(m.members))
-	for i, l := range m.members {
-		var err error
-		switch {
-		case !wait:
-			holds[i], err = take(ctx, l, false)
-		case i == 0: // holding nothing: wait as long as ctx allows
-			holds[i], err = take(ctx, l, true)
-		default:
-			d := step/2 + rand.N(step/2+1)
-			sctx, cancel := context.WithTimeout(ctx, d)
-			holds[i], err = take(sctx, l, true)
-			cancel()
-			if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-				err = fmt.Errorf("%w after %v: %w", errStep, d, err)
-			}
-		}
-		if err != nil {
-			err = m.memberErr(i, err)
-			if rerr := m.release(ctx, i); rerr != nil {
-				err = errors.Join(err, fmt.Errorf("multilock: releasing the members taken: %w", rerr))
-			}
-			return nil, i, err
-		}
-	}
-	return holds, 0, nil
-}
-
-// take acquires l, in watchdog mode if it takes a lease, and returns what
-// the acquisition created, as the member reports it through a core.Grant
-// (rlock's own locks do) or, for other members, as far as their handle
-// tells.
-func take(ctx context.Context, l rlock.Locker, wait bool) (memberHold, error) {
-	g := &core.Grant{}
-	gctx := core.WithGrant(ctx, g)
-	ll, leased := l.(rlock.LeaseLocker)
-	var err error
-	switch {
-	case leased && wait:
-		err = ll.LockLease(gctx, rlock.WatchdogMode)
-	case leased:
-		err = ll.TryLockLease(gctx, rlock.WatchdogMode)
-	case wait:
-		err = l.Lock(gctx)
-	default:
-		err = l.TryLock(gctx)
-	}
-	if err != nil {
-		return memberHold{}, err
-	}
-	h := memberHold{done: g.Done, err: g.Err}
-	if lo, ok := l.(loser); ok && h.done == nil {
-		h.done, h.err = lo.Done(), lo.Err
 	}
 	switch {
-	case !leased || g.Reentry:
-	case g.SetLease != nil:
-		h.setLease = g.SetLease
-	default:
-		h.setLease = ll.SetLease
+	case held >= m.quorum:
+		return true, nil
+	case held+len(fails) < m.quorum:
+		return false, nil
 	}
-	return h, nil
+	return false, m.newError("is held", held, fails, nil)
 }
 
-// release releases one hold on each of the first n members.
-func (m *MultiLock) release(ctx context.Context, n int) error {
-	if n == 0 {
+// every returns a true for every member.
+func (m *MultiLock) every() []bool {
+	all := make([]bool, len(m.members))
+	for i := range all {
+		all[i] = true
+	}
+	return all
+}
+
+// each runs fn on the members in which, in parallel, and returns their
+// errors by member.
+func (m *MultiLock) each(which []bool, fn func(int, rlock.Locker) error) []error {
+	errs := make([]error, len(m.members))
+	var wg sync.WaitGroup
+	for i, ok := range which {
+		if ok {
+			l := m.members[i]
+			wg.Go(func() { errs[i] = fn(i, l) })
+		}
+	}
+	wg.Wait()
+	return errs
+}
+
+// failures returns an *Error for op listing the members whose errs are
+// not nil, or nil when there are none.
+func (m *MultiLock) failures(op string, errs []error, sentinel error) error {
+	var fails []Failure
+	for i, err := range errs {
+		if err != nil {
+			fails = append(fails, m.failure(i, err))
+		}
+	}
+	if len(fails) == 0 {
 		return nil
 	}
-	return m.each(n, func(_ int, l rlock.Locker) error { return l.Unlock(ctx) })
+	return m.newError(op, len(m.members)-len(fails), fails, sentinel)
 }
 
-// loser is what a member implements to report the loss of its lock, as
-// the reentrant and fair locks do.
-type loser interface {
-	Done() <-chan struct{}
-	Err() error
-}
+// Drift returns the clock drift allowance subtracted from a lease to get
+// the validity of a quorum acquisition, and from the members' Until: 1% of
+// the lease plus 2 ms.
+func Drift(lease time.Duration) time.Duration { return lease/100 + 2*time.Millisecond }
 
-// period is one holding period of the MultiLock. It ends when a member
-// loses its lock (the watcher), when an Unlock ends a member's holding
-// period (settle), or when every member's holding period has ended.
-type period struct {
-	holds []memberHold // as acquired
-	done  chan struct{}
-	once  sync.Once
-	err   error // written before done is closed
-}
+// Done returns a channel that is closed when the holding period of the
+// last successful acquisition through this handle ends (Ctx().Done()).
+// Before the first acquisition it returns a closed channel.
+func (m *MultiLock) Done() <-chan struct{} { return m.Ctx().Done() }
 
-func (p *period) end(err error) {
-	p.once.Do(func() {
-		p.err = err
-		close(p.done)
-	})
-}
-
-// result returns why p ended; nil for an Unlock or while it lasts.
-func (p *period) result() error {
-	if closed(p.done) {
-		return p.err
-	}
-	return nil
-}
-
-// watch makes holds the current holding period and starts watching its
-// members, unless the current period already covers them (a re-entry).
-// It returns the current period.
-func (m *MultiLock) watch(holds []memberHold) *period {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if p := m.last; p != nil && !closed(p.done) && sameDones(p.holds, holds) {
-		return p
-	}
-	p := &period{holds: holds, done: make(chan struct{})}
-	m.last = p
-	go m.watchLoss(p) // returns at once when no member reports loss
-	return p
-}
-
-// watchLoss ends p at the first member that loses its lock, or with nil
-// once every watched member's holding period has ended by release. A
-// member released while others are held does not end p: the Unlock that
-// released it does (settle), and a loss found meanwhile wins.
-func (m *MultiLock) watchLoss(p *period) {
-	cases := []reflect.SelectCase{{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(p.done)}}
-	var idx []int
-	for i, h := range p.holds {
-		if h.done != nil {
-			cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(h.done)})
-			idx = append(idx, i)
-		}
-	}
-	if len(idx) == 0 {
-		return // nothing reports loss: p never ends
-	}
-	for len(idx) > 0 {
-		chosen, _, _ := reflect.Select(cases)
-		if chosen == 0 {
-			return
-		}
-		i := idx[chosen-1]
-		if err := p.holds[i].err(); err != nil {
-			p.end(m.lossErr(i, err))
-			return
-		}
-		cases = slices.Delete(cases, chosen, chosen+1)
-		idx = slices.Delete(idx, chosen-1, chosen)
-	}
-	p.end(nil)
-}
-
-// settle ends the current holding period after an Unlock if a member's
-// ended: with the first member's loss, or nil when they were released.
-func (m *MultiLock) settle() {
-	m.mu.Lock()
-	p := m.last
-	m.mu.Unlock()
-	if p == nil || closed(p.done) {
-		return
-	}
-	ended := false
-	for i, h := range p.holds {
-		if h.done == nil || !closed(h.done) {
-			continue
-		}
-		if err := h.err(); err != nil {
-			p.end(m.lossErr(i, err))
-			return
-		}
-		ended = true
-	}
-	if ended {
-		p.end(nil)
-	}
-}
-
-func (m *MultiLock) lossErr(i int, err error) error {
-	return fmt.Errorf("%w: member %d (%q): %w", rlock.ErrLockLost, i, m.members[i].Name(), err)
-}
-
-func closed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
-
-// sameDones reports whether a and b watch the same holding periods.
-func sameDones(a, b []memberHold) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i].done != b[i].done {
-			return false
-		}
-	}
-	return true
-}
-
-// Done returns a channel that is closed when the holding period of the last
-// successful acquisition ends: by an Unlock that ends a member's own
-// holding period, or by the loss of a member that reports loss (one with
-// Done and Err methods, as the reentrant lock has; see Err). Before the
-// first acquisition it returns a closed channel. When no member reports
-// loss, the channel never closes: such members cannot tell.
-func (m *MultiLock) Done() <-chan struct{} {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.last == nil {
-		return closedChan
-	}
-	return m.last.done
-}
-
-// Err returns nil while the holding period of the last acquisition goes on
-// or when it ended by Unlock; after the loss of any member (also one that
-// Unlock found lost) it returns an error wrapping rlock.ErrLockLost that
-// names the member and wraps its error.
+// Err returns nil while the holding period of the last acquisition goes
+// on, or when it ended by Unlock. After a loss it returns an error wrapping
+// rlock.ErrLockLost: in all mode naming the member that was lost (also one
+// that Unlock found lost); in quorum mode an *Error naming the members lost
+// once fewer than k still held, or saying that the validity of an explicit
+// lease ran out.
 func (m *MultiLock) Err() error {
-	m.mu.Lock()
-	p := m.last
-	m.mu.Unlock()
-	if p == nil {
-		return nil
+	if h := m.lastHolding(); h != nil {
+		return h.result()
 	}
-	return p.result()
+	return nil
 }
 
-var closedChan = func() chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
+// Ctx returns the holding period of the last successful acquisition
+// through this handle as a context (as etcd's Session.Ctx): it is
+// cancelled when the holding period ends, and context.Cause then says why:
+// the error Err returns (wrapping rlock.ErrLockLost) after a loss,
+// context.Canceled after the owner's last Unlock. Members report their own
+// holding periods (rlock's locks and MultiLocks do); a member that reports
+// none cannot end it. In all mode it ends at the first member lost; in
+// quorum mode once fewer than k members still hold, or when the validity
+// of an explicit lease runs out. Before the first acquisition it is
+// already cancelled. It does not derive from the ctx given to Lock.
+func (m *MultiLock) Ctx() context.Context {
+	if h := m.lastHolding(); h != nil {
+		return h.ctx
+	}
+	return endedCtx
+}
+
+// Until returns the time up to which the holding period of the last
+// acquisition through this handle is known to last, already less the
+// drift allowance (see Drift): in quorum mode with an explicit lease, the
+// validity end (restarted by SetLease); otherwise from the members' own
+// Until (the end of an explicit lease, or in watchdog mode the watchdog
+// lease counted from the last successful renewal sent): in all mode the
+// earliest, in quorum mode the k-th latest among the members that granted
+// and still hold. In watchdog mode it moves on with every renewal. It is
+// the zero time once the holding period ended, before the first
+// acquisition, and when the members do not report Until. Act only while
+// time.Now().Before(Until()).
+func (m *MultiLock) Until() time.Time {
+	if h := m.lastHolding(); h != nil {
+		return h.knownUntil()
+	}
+	return time.Time{}
+}
+
+func (m *MultiLock) lastHolding() *holding {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.last
+}
+
+var endedCtx = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
 }()

@@ -20,7 +20,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(redistest.StopSharedAfter(m))
 }
 
 // eachServers runs fn on n miniredis servers and on n real redis-servers,
@@ -443,6 +443,12 @@ func (f *fake) Unlock(context.Context) error {
 	return nil
 }
 
+func (f *fake) IsHeld(context.Context) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.holds > 0, nil
+}
+
 // plainLocker is an rlock.Locker only.
 type plainLocker struct{ f *fake }
 
@@ -458,6 +464,9 @@ func (p *plainLocker) Lock(ctx context.Context) error {
 }
 func (p *plainLocker) TryLock(ctx context.Context) error { return p.Lock(ctx) }
 func (p *plainLocker) Unlock(ctx context.Context) error  { return p.f.Unlock(ctx) }
+func (p *plainLocker) IsHeld(ctx context.Context) (bool, error) {
+	return p.f.IsHeld(ctx)
+}
 
 // Real members: reentrant and fair locks on three servers, with a lease.
 func TestRealMembersGetTheLease(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/multilock"
 	"github.com/rlock-go/rlock/redlock"
 )
 
@@ -50,7 +51,7 @@ func Example() {
 
 	other, _ := redlock.New(nodes, "orders:42")
 	err = other.TryLock(ctx)
-	var ne *redlock.NodeError
+	var ne *multilock.Error
 	fmt.Println("other:", errors.Is(err, rlock.ErrNotObtained), errors.As(err, &ne), len(ne.Failures))
 
 	if err := rl.Unlock(ctx); err != nil {

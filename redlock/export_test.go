@@ -1,9 +1,7 @@
 package redlock
 
-// PendingReleases returns how many background releases of r are still
-// running (tests wait for them before inspecting the nodes).
-func PendingReleases(r *RedLock) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.pending)
-}
+import "github.com/rlock-go/rlock/internal/fence"
+
+// PendingReleases returns how many background releases are still running
+// in the process (tests wait for them before inspecting the nodes).
+func PendingReleases(*RedLock) int { return fence.InFlight() }

@@ -162,7 +162,7 @@ func TestEveryMask(t *testing.T) {
 				require.NoError(t, rl.Unlock(ctx))
 			} else {
 				require.ErrorIs(t, err, rlock.ErrNotObtained, "mask %05b", mask)
-				var ne *redlock.NodeError
+				var ne *multilock.Error
 				require.ErrorAs(t, err, &ne)
 				require.Len(t, ne.Failures, 5-free)
 				for _, f := range ne.Failures {
@@ -214,7 +214,7 @@ func killed(t *testing.T, c *cluster, kill func(int)) {
 	err := rl.TryLock(bctx)
 	require.ErrorIs(t, err, rlock.ErrNotObtained)
 	require.NotErrorIs(t, err, context.DeadlineExceeded)
-	var ne *redlock.NodeError
+	var ne *multilock.Error
 	require.ErrorAs(t, err, &ne)
 	require.Equal(t, 2, ne.Held)
 	require.Len(t, ne.Failures, 3)
@@ -404,7 +404,7 @@ func TestValidityNotPositive(t *testing.T) {
 		rl := newRedLock(t, name, cs, redlock.WithLease(20*time.Millisecond), redlock.WithNodeWait(time.Second))
 		err := rl.TryLock(ctx)
 		require.ErrorIs(t, err, rlock.ErrNotObtained)
-		var ne *redlock.NodeError
+		var ne *multilock.Error
 		require.ErrorAs(t, err, &ne)
 		require.Equal(t, 3, ne.Held)
 		require.LessOrEqual(t, ne.Validity, time.Duration(0))
@@ -424,17 +424,22 @@ func TestLossIsReported(t *testing.T) {
 		cs := c.clients(t, rlock.WithWatchdogLease(300*time.Millisecond))
 		rl := newRedLock(t, name, cs, redlock.WithNodeNames("a", "b", "c", "d", "e"))
 		require.NoError(t, rl.Lock(ctx))
-		require.NoError(t, rl.Lock(ctx))     // two holds
-		require.True(t, rl.Until().IsZero()) // watchdog mode
+		require.NoError(t, rl.Lock(ctx)) // two holds
+		// Watchdog mode: known held for the watchdog lease from the
+		// acquisition, less the drift allowance.
+		require.True(t, time.Now().Before(rl.Until()))
+		require.False(t, rl.Until().After(time.Now().Add(300*time.Millisecond)))
 		// The watchdog renews every node: held well past the 300 ms lease.
 		require.Never(t, func() bool {
 			select {
 			case <-rl.Done():
+				t.Logf("ended: %v", rl.Err())
 				return true
 			default:
 				return false
 			}
 		}, 900*time.Millisecond, 50*time.Millisecond)
+		require.NoError(t, rl.Err())
 		for i, ok := range c.exists(t, name) {
 			require.True(t, ok, "node %d", i)
 		}
@@ -449,7 +454,7 @@ func TestLossIsReported(t *testing.T) {
 		<-rl.Done()
 		err := rl.Err()
 		require.ErrorIs(t, err, rlock.ErrLockLost)
-		var ne *redlock.NodeError
+		var ne *multilock.Error
 		require.ErrorAs(t, err, &ne)
 		require.Less(t, ne.Held, 3)
 		err = rl.Unlock(ctx) // the first of two reports the loss and ends it
@@ -476,7 +481,7 @@ func TestLossIsReported(t *testing.T) {
 
 func TestNodeErrorUnwraps(t *testing.T) {
 	boom := errors.New("boom")
-	e := &redlock.NodeError{Name: "n", Op: "lock", Quorum: 2, Failures: []redlock.NodeFailure{{Index: 1, Node: "x", Err: boom}}}
+	e := &multilock.Error{Name: "n", Op: "lock", Quorum: 2, Failures: []multilock.Failure{{Index: 1, Member: "x", Err: boom}}}
 	require.ErrorIs(t, e, boom)
 	require.Contains(t, e.Error(), "x: boom")
 }
@@ -496,7 +501,7 @@ func TestLeasePerCall(t *testing.T) {
 		after := time.Now()
 		until := rl.Until()
 		require.True(t, until.After(before))
-		require.False(t, until.After(after.Add(lease-redlock.Drift(lease))))
+		require.False(t, until.After(after.Add(lease-multilock.Drift(lease))))
 		for i, rdb := range c.rdbs {
 			ttl, err := rdb.PTTL(ctx, name).Result()
 			require.NoError(t, err)
@@ -511,7 +516,8 @@ func TestLeasePerCall(t *testing.T) {
 			require.Greater(t, ttl, lease, "node %d", i)
 		}
 		require.NoError(t, rl.SetLease(ctx, rlock.WatchdogMode))
-		require.True(t, rl.Until().IsZero())
+		// The nodes' watchdog lease (30 s by default) from now, less the drift.
+		require.WithinDuration(t, time.Now().Add(30*time.Second), rl.Until(), 2*time.Second)
 		require.NoError(t, rl.Err())
 		require.NoError(t, rl.Unlock(ctx))
 		<-rl.Done()
@@ -565,7 +571,7 @@ func TestLostReplyIsRolledBack(t *testing.T) {
 			p.DropNextReply("evalsha") // node 0 grants, its reply is lost
 			err := rl.TryLock(ctx)
 			require.ErrorIs(t, err, rlock.ErrNotObtained)
-			var ne *redlock.NodeError
+			var ne *multilock.Error
 			require.ErrorAs(t, err, &ne)
 			require.Len(t, ne.Failures, 3)
 			require.NotErrorIs(t, ne.Failures[0].Err, rlock.ErrNotObtained) // a Redis error

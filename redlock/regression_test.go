@@ -51,8 +51,9 @@ func TestMultiLockLeaseDoesNotShortenARedLockItDidNotCreate(t *testing.T) {
 		m, err := multilock.New([]rlock.Locker{rl, other}, multilock.WithLease(lease))
 		require.NoError(t, err)
 		require.NoError(t, m.Lock(ctx))
-		require.True(t, rl.Until().IsZero(), "the re-entered RedLock got the MultiLock's lease")
-		require.False(t, other.Until().IsZero(), "the RedLock the MultiLock took has its lease")
+		require.True(t, rl.Until().After(time.Now().Add(lease)), "the re-entered RedLock got the MultiLock's lease")
+		require.False(t, other.Until().IsZero())
+		require.False(t, other.Until().After(time.Now().Add(lease)), "the RedLock the MultiLock took has its lease")
 		for i, rdb := range c.rdbs {
 			ttl, err := rdb.PTTL(ctx, name).Result()
 			require.NoError(t, err)
@@ -261,7 +262,7 @@ func TestLossWatcherReadsItsOwnNodeHoldings(t *testing.T) {
 		require.Zero(t, waitPending(t, rl))
 
 		err := rl.SetLease(xctx, rlock.WatchdogMode) // x finds nodes 0 and 1 lost
-		var ne *redlock.NodeError
+		var ne *multilock.Error
 		require.ErrorAs(t, err, &ne)
 		require.Equal(t, 3, ne.Held) // still held on a quorum
 		require.NoError(t, rl.Err())
@@ -322,5 +323,43 @@ func TestMultiLockOverRedLockWatchesItsOwnHolding(t *testing.T) {
 		require.ErrorIs(t, m.Err(), rlock.ErrLockLost)
 		require.NoError(t, rl.Err()) // y's holding goes on
 		require.NoError(t, rl.Unlock(yctx))
+	})
+}
+
+// A RedLock answers IsHeld, its Until moves on with the nodes' watchdog
+// renewals, and its Ctx is cancelled with a cause naming the nodes lost
+// once fewer than a quorum hold.
+func TestRedLockQueriesAndCtx(t *testing.T) {
+	const lease = 300 * time.Millisecond
+	each5(t, func(t *testing.T, c *cluster) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		rl := newRedLock(t, name, c.clients(t, rlock.WithWatchdogLease(lease)), redlock.WithNodeNames("a", "b", "c", "d", "e"))
+		held, err := rl.IsHeld(ctx)
+		require.NoError(t, err)
+		require.False(t, held)
+		require.NoError(t, rl.Lock(ctx))
+		held, err = rl.IsHeld(ctx)
+		require.NoError(t, err)
+		require.True(t, held)
+		first := rl.Until()
+		require.True(t, time.Now().Before(first))
+		require.Eventually(t, func() bool { return rl.Until().After(first.Add(lease / 2)) }, 10*time.Second, 10*time.Millisecond)
+
+		hctx := rl.Ctx()
+		forceUnlock(t, c, name, 1, 2, 3)
+		<-hctx.Done()
+		cause := context.Cause(hctx)
+		require.ErrorIs(t, cause, rlock.ErrLockLost)
+		var e *multilock.Error
+		require.ErrorAs(t, cause, &e)
+		require.Len(t, e.Failures, 3)
+		for _, n := range []string{"b", "c", "d"} {
+			require.ErrorContains(t, cause, n+": ")
+		}
+		held, err = rl.IsHeld(ctx)
+		require.NoError(t, err)
+		require.False(t, held)
+		require.ErrorIs(t, rl.Unlock(ctx), rlock.ErrLockLost)
 	})
 }
