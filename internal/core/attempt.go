@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/lua"
+	"github.com/rlock-go/rlock/internal/renewal"
 	"github.com/rlock-go/rlock/internal/replsync"
 )
 
@@ -28,29 +29,29 @@ const (
 // by the next attempt, which the script answers as a re-send (a grant that
 // stood is the caller's). Otherwise, or when the caller has left, it is
 // settled at once (a grant the caller was not told of is given back).
-func (l *Lock) attemptLocked(ctx context.Context, h *hold, lease time.Duration, join, retrying bool, state *atomic.Int32) (time.Duration, error) {
-	if err := h.acquire(ctx); err != nil {
+func (l *Lock) attemptLocked(ctx context.Context, o *ownerState, lease time.Duration, join, retrying bool, state *atomic.Int32) (time.Duration, error) {
+	if err := o.acquire(ctx); err != nil {
 		return 0, l.ctxErr(ctx)
 	}
-	defer h.release()
+	defer o.release()
 	if ctx.Err() != nil {
 		// Ended before anything was sent: send nothing. (A fair waiter's
 		// departure may already have run; a join now would undo it.)
 		return 0, l.ctxErr(ctx)
 	}
-	if h.unsure && h.resend && retrying {
+	if o.unsure && o.resend && retrying {
 		// The previous attempt of this Lock call went unanswered and no
 		// other call of the owner came between: this one is its re-send.
-		h.unsure, h.resend = false, false
+		o.unsure, o.resend = false, false
 	}
-	if h.count > 0 && h.ended() {
+	if o.count > 0 && o.ended() {
 		// The owner was told its holds were lost: start afresh, giving
 		// back any the server still has (a loss reported when the lease
 		// had certainly run out, by a reply that came later still).
-		h.setCount(0)
-		h.unsure = true
+		o.setCount(0)
+		o.unsure = true
 	}
-	if err := l.settleLocked(ctx, h); err != nil {
+	if err := l.settleLocked(ctx, o); err != nil {
 		return 0, err
 	}
 	watchdogMode := lease == base.WatchdogMode
@@ -58,61 +59,61 @@ func (l *Lock) attemptLocked(ctx context.Context, h *hold, lease time.Duration, 
 		lease = l.c.wd.LeaseDuration()
 	}
 	sent := time.Now()
-	res, sync, syncErr, err := l.runAcquire(ctx, h, lease, join)
+	res, sync, syncErr, err := l.runAcquire(ctx, o, lease, join)
 	if err != nil {
 		if unknownOutcome(err) {
-			h.unsure = true // the owner is entitled to h.count, as before
-			h.resend = retrying && (state == nil || state.Load() == attemptPending)
-			if !h.resend {
-				l.settleNow(ctx, h)
+			o.unsure = true // the owner is entitled to o.count, as before
+			o.resend = retrying && (state == nil || state.Load() == attemptPending)
+			if !o.resend {
+				l.settleNow(ctx, o)
 			}
 		}
 		return 0, fmt.Errorf("rlock: acquiring %q: %w", l.name, err)
 	}
 	switch res[0] {
 	case -1: // the owner re-entered a lock it no longer held
-		return 0, l.lostAtReentry(h, "was no longer held at re-entry")
+		return 0, l.lostAtReentry(o, "was no longer held at re-entry")
 	case 0:
-		if h.count > 0 { // the owner believed it held the lock: it was lost
-			_ = l.lostAtReentry(h, "was no longer held at re-entry")
+		if o.count > 0 { // the owner believed it held the lock: it was lost
+			_ = l.lostAtReentry(o, "was no longer held at re-entry")
 		}
 		return time.Duration(res[1]) * time.Millisecond, nil
 	}
 	if syncErr != nil || sync.Unsynced() {
-		return 0, l.undoUnreplicated(ctx, h, res[1], sync, syncErr)
+		return 0, l.undoUnreplicated(ctx, o, res[1], sync, syncErr)
 	}
 	if watchdogMode && time.Since(sent) >= lease {
 		// The reply came after the lease counted from the send: the
 		// script may have run late (a server frozen meanwhile), so the
 		// hold may still stand. Ask once rather than report it lost.
-		held, rsent, err := l.stillHeld(ctx, h, lease)
+		held, rsent, err := l.stillHeld(ctx, o, lease)
 		if err != nil {
-			h.unsure = true // the grant may stand: give it back
-			l.settleNow(ctx, h)
+			o.unsure = true // the grant may stand: give it back
+			l.settleNow(ctx, o)
 			return 0, fmt.Errorf("rlock: acquiring %q: checking a grant whose reply came late: %w", l.name, err)
 		}
 		if !held {
-			return l.grantExpired(h)
+			return l.grantExpired(o)
 		}
 		sent = rsent
 	}
-	l.adopt(h, res[1], res[2], lease, watchdogMode, sent)
-	ttl, err := l.keepOrRelease(ctx, h, state)
+	l.adopt(o, res[1], res[2], lease, watchdogMode, sent)
+	ttl, err := l.keepOrRelease(ctx, o, state)
 	if g := GrantFrom(ctx); g != nil && err == nil {
 		g.Reentry = res[1] > 1 // the server's count: it held before this grant
-		ep := h.ep.Load()
-		g.Done, g.Err = ep.done, ep.error
-		g.Ctx, g.Until = ep.ctx, ep.knownUntil
+		hp := o.holding.Load()
+		g.Done, g.Err = hp.done(), hp.err
+		g.Ctx, g.Until = hp.ctx, hp.knownUntil
 	}
 	return ttl, err
 }
 
-// stillHeld renews the lease of h's owner once and reports whether the
+// stillHeld renews the lease of o's owner once and reports whether the
 // owner still holds the lock, and when the renewal was sent.
-func (l *Lock) stillHeld(ctx context.Context, h *hold, lease time.Duration) (bool, time.Time, error) {
+func (l *Lock) stillHeld(ctx context.Context, o *ownerState, lease time.Duration) (bool, time.Time, error) {
 	sent := time.Now()
 	res, err := l.c.run(context.WithoutCancel(ctx), lua.Renew, []string{l.name},
-		lease.Milliseconds(), h.key.field).Int64Slice()
+		lease.Milliseconds(), o.key.field).Int64Slice()
 	if err == nil && len(res) != 1 {
 		err = fmt.Errorf("%w: renew script replied %v", base.ErrUnexpectedReply, res)
 	}
@@ -122,26 +123,26 @@ func (l *Lock) stillHeld(ctx context.Context, h *hold, lease time.Duration) (boo
 // grantExpired handles a grant whose lease ran out before its reply came:
 // a first hold is simply not obtained (a waiting Lock tries again); a
 // re-entry means the owner's holds are lost.
-func (l *Lock) grantExpired(h *hold) (time.Duration, error) {
-	if h.count == 0 {
+func (l *Lock) grantExpired(o *ownerState) (time.Duration, error) {
+	if o.count == 0 {
 		return 0, nil
 	}
-	return 0, l.lostAtReentry(h, "ran out of lease before the re-entry's reply came")
+	return 0, l.lostAtReentry(o, "ran out of lease before the re-entry's reply came")
 }
 
 // lostAtReentry records that the owner's holds were found gone at a
-// re-entry: it ends the holding period and returns the loss.
-func (l *Lock) lostAtReentry(h *hold, why string) error {
-	h.setCount(0)
+// re-entry: it ends the holding and returns the loss.
+func (l *Lock) lostAtReentry(o *ownerState, why string) error {
+	o.setCount(0)
 	lost := fmt.Errorf("%w: %q %s", base.ErrLockLost, l.name, why)
-	h.stopRenewal(lost)
+	o.stopRenewal(lost)
 	return lost
 }
 
 // runAcquire sends the acquire script of the lock's kind and checks the
 // shape of its reply: {1, holds, token}, {0, wait} or {-1, 0}.
-func (l *Lock) runAcquire(ctx context.Context, h *hold, lease time.Duration, join bool) ([]int64, replsync.Result, error, error) {
-	script, args := lua.Lock, []any{lease.Milliseconds(), h.key.field, h.count, boolArg(l.cfg.Fencing)}
+func (l *Lock) runAcquire(ctx context.Context, o *ownerState, lease time.Duration, join bool) ([]int64, replsync.Result, error, error) {
+	script, args := lua.Lock, []any{lease.Milliseconds(), o.key.field, o.count, boolArg(l.cfg.Fencing)}
 	if l.cfg.Kind == Fair {
 		script = lua.FairLock
 		args = append(args, l.cfg.QueueTimeout.Milliseconds(), boolArg(join), l.channel, base.UnlockMessage)
@@ -162,13 +163,13 @@ func (l *Lock) runAcquire(ctx context.Context, h *hold, lease time.Duration, joi
 
 // undoUnreplicated releases a grant that no replica is known to have (a
 // failover now could hand the lock to someone else) and says why.
-func (l *Lock) undoUnreplicated(ctx context.Context, h *hold, holds int64, sync replsync.Result, syncErr error) error {
+func (l *Lock) undoUnreplicated(ctx context.Context, o *ownerState, holds int64, sync replsync.Result, syncErr error) error {
 	why := fmt.Errorf("%w: none of %d replicas acknowledged %q within %v", base.ErrNotReplicated, sync.Replicas, l.name, l.c.sync.Timeout())
 	if syncErr != nil {
 		why = fmt.Errorf("%w: %q: %w", base.ErrNotReplicated, l.name, syncErr)
 	}
-	h.setCount(holds)
-	if err := l.releaseLocked(ctx, h); err != nil {
+	o.setCount(holds)
+	if err := l.releaseLocked(ctx, o); err != nil {
 		return fmt.Errorf("%w (and undoing the acquisition: %w)", why, err)
 	}
 	return why
@@ -179,43 +180,43 @@ func (l *Lock) undoUnreplicated(ctx context.Context, h *hold, holds int64, sync 
 // re-entry never takes protection away: an explicit lease on a hold the
 // watchdog renews leaves the watchdog on, and the script never shortens
 // the TTL.
-func (l *Lock) adopt(h *hold, holds, token int64, lease time.Duration, watchdogMode bool, sent time.Time) {
-	h.setCount(holds)
-	ep := h.ep.Load()
-	if ep == nil || ep.ended() { // a new holding period
-		if h.watch != nil {
-			h.watch.Stop()
-			h.watch = nil
+func (l *Lock) adopt(o *ownerState, holds, token int64, lease time.Duration, watchdogMode bool, sent time.Time) {
+	o.setCount(holds)
+	hp := o.holding.Load()
+	if hp == nil || hp.ended() { // a new holding
+		if o.watch != nil {
+			o.watch.Stop()
+			o.watch = nil
 		}
-		h.lease = 0
-		ep = newEpoch(token)
-		h.ep.Store(ep)
+		o.lease = 0
+		hp = newHolding(token)
+		o.holding.Store(hp)
 	}
 	switch {
 	case watchdogMode:
-		h.lease = lease
-		if h.watch == nil {
-			ep.keepAlive()
-			h.watch = l.watch(h, ep, sent)
+		o.lease = lease
+		if o.watch == nil {
+			hp.keepAlive()
+			o.watch = l.watch(o, hp, sent)
 		}
-	case h.watch == nil:
-		h.lease = max(h.lease, lease)
-		l.expireAt(h, ep, sent.Add(lease))
+	case o.watch == nil:
+		o.lease = max(o.lease, lease)
+		l.expireAt(o, hp, sent.Add(lease))
 	}
-	l.last.Store(ep)
+	l.last.Store(hp)
 }
 
-// expireAt moves the end of ep's explicit lease to t if that is later,
-// and arranges for ep to end as lost then.
-func (l *Lock) expireAt(h *hold, ep *epoch, t time.Time) {
-	if t.UnixNano() <= ep.until.Load() {
+// expireAt moves the end of hp's explicit lease to t if that is later,
+// and arranges for hp to end as lost then.
+func (l *Lock) expireAt(o *ownerState, hp *holding, t time.Time) {
+	if t.UnixNano() <= hp.until.Load() {
 		return
 	}
-	ep.expireAt(t, func() {
-		if time.Now().UnixNano() < ep.until.Load() {
+	hp.expireAt(t, func() {
+		if time.Now().UnixNano() < hp.until.Load() {
 			return // moved on meanwhile; the timer was reset
 		}
-		l.c.lost(h, ep, fmt.Errorf("%w: the lease of %q ran out", base.ErrLockLost, l.name))
+		l.c.lost(o, hp, fmt.Errorf("%w: the lease of %q ran out", base.ErrLockLost, l.name))
 	})
 }
 
@@ -223,7 +224,7 @@ func (l *Lock) expireAt(h *hold, ep *epoch, t time.Time) {
 // still waits; checking ctx first keeps a synchronous caller's contract ("a
 // Lock whose ctx ended holds no more than before") too. Otherwise it
 // releases the hold again and returns ctx's error.
-func (l *Lock) keepOrRelease(ctx context.Context, h *hold, state *atomic.Int32) (time.Duration, error) {
+func (l *Lock) keepOrRelease(ctx context.Context, o *ownerState, state *atomic.Int32) (time.Duration, error) {
 	keep := ctx.Err() == nil
 	if keep && state != nil {
 		if hook := testHookGranted.Load(); hook != nil {
@@ -234,16 +235,16 @@ func (l *Lock) keepOrRelease(ctx context.Context, h *hold, state *atomic.Int32) 
 	if keep {
 		return acquired, nil
 	}
-	if err := l.releaseLocked(ctx, h); err != nil {
+	if err := l.releaseLocked(ctx, o); err != nil {
 		return 0, fmt.Errorf("%w (and releasing the hold obtained after it: %w)", l.ctxErr(ctx), err)
 	}
 	return 0, l.ctxErr(ctx)
 }
 
-func (l *Lock) watch(h *hold, ep *epoch, sent time.Time) *watchdogLease {
-	w := l.c.wd.Add(l.name, h.key.field, sent, func(err error) { l.c.lost(h, ep, err) })
-	if ep != nil {
-		ep.watch.Store(w)
+func (l *Lock) watch(o *ownerState, hp *holding, sent time.Time) *renewal.Lease {
+	w := l.c.wd.Add(l.name, o.key.field, sent, func(err error) { l.c.lost(o, hp, err) })
+	if hp != nil {
+		hp.watch.Store(w)
 	}
 	return w
 }

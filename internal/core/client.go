@@ -46,8 +46,8 @@ type Client struct {
 	bgClosed bool           // no more background work: Close waits for bg
 	bg       sync.WaitGroup // attempts finishing after their caller's ctx ended
 
-	mu    sync.Mutex
-	holds map[holdKey]*hold
+	mu     sync.Mutex
+	owners map[ownerKey]*ownerState
 }
 
 // Config is a validated client configuration (see reentrant's options).
@@ -117,7 +117,7 @@ func NewClient(rdb base.Redis, cfg Config) (*Client, error) {
 		maxPoll:  cfg.MaxPoll,
 		log:      cfg.Logger,
 		closing:  make(chan struct{}),
-		holds:    make(map[holdKey]*hold),
+		owners:   make(map[ownerKey]*ownerState),
 	}, nil
 }
 
@@ -262,15 +262,15 @@ func (c *Client) Close() error {
 	c.wd.Close()
 	c.hub.Close()
 	c.mu.Lock()
-	eps := make([]*epoch, 0, len(c.holds))
-	for _, h := range c.holds {
-		if ep := h.ep.Load(); ep != nil {
-			eps = append(eps, ep)
+	hps := make([]*holding, 0, len(c.owners))
+	for _, o := range c.owners {
+		if hp := o.holding.Load(); hp != nil {
+			hps = append(hps, hp)
 		}
 	}
 	c.mu.Unlock()
-	for _, ep := range eps {
-		ep.end(fmt.Errorf("%w: %w", base.ErrLockLost, base.ErrClosed))
+	for _, hp := range hps {
+		hp.end(fmt.Errorf("%w: %w", base.ErrLockLost, base.ErrClosed))
 	}
 	return nil
 }

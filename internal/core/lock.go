@@ -43,7 +43,7 @@ type Lock struct {
 	channel string // the unlock channel; for a fair lock, the prefix of the waiters' channels
 	keys    []string
 	ownerID string // the handle's own owner ID
-	last    atomic.Pointer[epoch]
+	last    atomic.Pointer[holding]
 }
 
 // NewLock returns the engine of a handle on the lock called name. It does
@@ -124,17 +124,17 @@ func (l *Lock) lock(ctx context.Context, wait bool, lease time.Duration) error {
 	if err := l.ready(ctx); err != nil {
 		return err
 	}
-	h := l.c.holdFor(l.name, field)
-	defer l.c.putHold(h)
+	o := l.c.owner(l.name, field)
+	defer l.c.putOwner(o)
 	if !wait {
-		ttl, err := l.attempt(ctx, h, lease, false, false)
+		ttl, err := l.attempt(ctx, o, lease, false, false)
 		if err == nil && ttl != acquired {
 			err = l.notObtained()
 		}
 		return err
 	}
 	if l.cfg.Kind == Fair {
-		return l.lockFair(ctx, h, lease)
+		return l.lockFair(ctx, o, lease)
 	}
 
 	// While other calls of this client wait for the lock, a new one queues
@@ -144,21 +144,21 @@ func (l *Lock) lock(ctx context.Context, wait bool, lease time.Duration) error {
 	var w *waiters.Waiter
 	ws := waitState{l: l}
 	ttl := time.Duration(-1) // unknown: the first wait is bounded by max-poll
-	if !h.held.Load() {
+	if !o.held.Load() {
 		w = l.c.hub.JoinBehind(l.channel)
 	}
 	if w == nil {
-		ttl, err = ws.retryable(l.attempt(ctx, h, lease, false, true))
+		ttl, err = ws.retryable(l.attempt(ctx, o, lease, false, true))
 		if err != nil || ttl == acquired {
-			return ws.done(h, err)
+			return ws.done(o, err)
 		}
 		var ok bool
 		if w, ok = l.c.hub.Join(l.channel); !ok {
-			return ws.done(h, base.ErrClosed)
+			return ws.done(o, base.ErrClosed)
 		}
 	}
 	defer w.Leave()
-	return ws.done(h, l.waitAndRetry(ctx, w, h, lease, false, &ws, ttl, noBound))
+	return ws.done(o, l.waitAndRetry(ctx, w, o, lease, false, &ws, ttl, noBound))
 }
 
 // noBound is waitAndRetry's most for waits bounded by the TTL alone.
@@ -171,7 +171,7 @@ const noBound time.Duration = 1<<63 - 1
 // since pub/sub is only a hint and expiry publishes nothing; and at least
 // every most. A wake-up whose attempt fails is passed on to the channel's
 // next waiter, so a failure never swallows a release meant for someone.
-func (l *Lock) waitAndRetry(ctx context.Context, w *waiters.Waiter, h *hold, lease time.Duration, join bool, ws *waitState, ttl, most time.Duration) error {
+func (l *Lock) waitAndRetry(ctx context.Context, w *waiters.Waiter, o *ownerState, lease time.Duration, join bool, ws *waitState, ttl, most time.Duration) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -189,7 +189,7 @@ func (l *Lock) waitAndRetry(ctx context.Context, w *waiters.Waiter, h *hold, lea
 		case <-l.c.closing:
 			return base.ErrClosed
 		}
-		ttl0, err0 := l.attempt(ctx, h, lease, join, true)
+		ttl0, err0 := l.attempt(ctx, o, lease, join, true)
 		if woken && err0 != nil {
 			w.PassOn()
 		}
@@ -210,50 +210,50 @@ func (l *Lock) waitAndRetry(ctx context.Context, w *waiters.Waiter, h *hold, lea
 // channel, on which only a release that finds it first in line publishes.
 // When it returns without the lock, its owner leaves the queue (in the
 // background) unless another call of the same owner still waits.
-func (l *Lock) lockFair(ctx context.Context, h *hold, lease time.Duration) (err error) {
-	h.waiting.Add(1)
+func (l *Lock) lockFair(ctx context.Context, o *ownerState, lease time.Duration) (err error) {
+	o.waiting.Add(1)
 	granted := false
 	defer func() {
-		if h.waiting.Add(-1) == 0 && !granted {
-			l.leave(h)
+		if o.waiting.Add(-1) == 0 && !granted {
+			l.leave(o)
 		}
 	}()
 	ws := waitState{l: l}
-	ttl, err := ws.retryable(l.attempt(ctx, h, lease, true, true))
+	ttl, err := ws.retryable(l.attempt(ctx, o, lease, true, true))
 	if err != nil || ttl == acquired {
 		granted = err == nil
-		return ws.done(h, err)
+		return ws.done(o, err)
 	}
-	w, ok := l.c.hub.Join(l.channel + ":" + h.key.field)
+	w, ok := l.c.hub.Join(l.channel + ":" + o.key.field)
 	if !ok {
-		return ws.done(h, base.ErrClosed)
+		return ws.done(o, base.ErrClosed)
 	}
 	defer w.Leave()
-	err = ws.done(h, l.waitAndRetry(ctx, w, h, lease, true, &ws, ttl, l.cfg.QueueTimeout/3))
+	err = ws.done(o, l.waitAndRetry(ctx, w, o, lease, true, &ws, ttl, l.cfg.QueueTimeout/3))
 	granted = err == nil
 	return err
 }
 
-// leave takes h's owner out of the fair queue, in the background when it
+// leave takes o's owner out of the fair queue, in the background when it
 // can: the caller is returning and must not wait for Redis. It runs after
-// any attempt still in flight (they share h's semaphore), and does nothing
+// any attempt still in flight (they share o's semaphore), and does nothing
 // when the owner holds the lock (a grant already took it out of the queue)
 // or another call of the owner has started waiting meanwhile. If it fails,
 // the place is dropped anyway once its deadline passes unrenewed.
-func (l *Lock) leave(h *hold) {
-	l.c.retain(h)
+func (l *Lock) leave(o *ownerState) {
+	l.c.retain(o)
 	run := func() {
-		defer l.c.putHold(h)
-		_ = h.acquire(context.Background())
-		defer h.release()
-		if h.count > 0 || h.waiting.Load() > 0 {
+		defer l.c.putOwner(o)
+		_ = o.acquire(context.Background())
+		defer o.release()
+		if o.count > 0 || o.waiting.Load() > 0 {
 			return
 		}
 		err := l.c.run(context.Background(), lua.FairLeave, l.keys[:3],
-			h.key.field, base.UnlockMessage, l.channel).Err()
+			o.key.field, base.UnlockMessage, l.channel).Err()
 		if err != nil {
 			l.c.logger().Warn("rlock: leaving the fair queue failed; the place lapses at its deadline",
-				"lock", l.name, "owner", h.key.field, "err", err)
+				"lock", l.name, "owner", o.key.field, "err", err)
 		}
 	}
 	if !l.c.goBackground(run) {
@@ -305,9 +305,9 @@ func (ws *waitState) retryable(ttl time.Duration, err error) (time.Duration, err
 // done ends a blocking Lock call with err: when the call gives up after
 // an attempt whose reply was lost (which it would have sent again), a hold
 // that attempt may have taken is given back, in the background.
-func (ws *waitState) done(h *hold, err error) error {
+func (ws *waitState) done(o *ownerState, err error) error {
 	if err != nil && unknownOutcome(ws.last) {
-		ws.l.settleSoon(h)
+		ws.l.settleSoon(o)
 	}
 	return err
 }
@@ -357,7 +357,7 @@ func (l *Lock) notObtained() error {
 // acquired is what attempt returns for "the lock is held now".
 const acquired time.Duration = -1 << 63
 
-// attempt runs the acquire script once for h's owner. It returns acquired,
+// attempt runs the acquire script once for o's owner. It returns acquired,
 // or how long to wait at most before the next attempt: the lock's remaining
 // TTL when another owner holds it (negative when the lock has no expiry).
 // join asks a fair lock to queue the owner (or renew its place).
@@ -368,9 +368,9 @@ const acquired time.Duration = -1 << 63
 // caller and the background attempt agree through one state word on which
 // of the two happened, so a grant is never both kept and reported as
 // ctx's error (regression: TestLateGrantIsNeverLeaked).
-func (l *Lock) attempt(ctx context.Context, h *hold, lease time.Duration, join, retrying bool) (time.Duration, error) {
+func (l *Lock) attempt(ctx context.Context, o *ownerState, lease time.Duration, join, retrying bool) (time.Duration, error) {
 	if ctx.Done() == nil { // cannot end: no need for a goroutine
-		return l.attemptLocked(ctx, h, lease, join, retrying, nil)
+		return l.attemptLocked(ctx, o, lease, join, retrying, nil)
 	}
 	type result struct {
 		ttl time.Duration
@@ -378,14 +378,14 @@ func (l *Lock) attempt(ctx context.Context, h *hold, lease time.Duration, join, 
 	}
 	done := make(chan result, 1)
 	var state atomic.Int32 // attemptPending, attemptClaimed or attemptAbandoned
-	l.c.retain(h)
+	l.c.retain(o)
 	run := func() {
-		defer l.c.putHold(h)
-		ttl, err := l.attemptLocked(ctx, h, lease, join, retrying, &state)
+		defer l.c.putOwner(o)
+		ttl, err := l.attemptLocked(ctx, o, lease, join, retrying, &state)
 		done <- result{ttl, err}
 	}
 	if !l.c.goBackground(run) {
-		l.c.putHold(h)
+		l.c.putOwner(o)
 		return 0, base.ErrClosed
 	}
 	select {

@@ -101,53 +101,49 @@ func (l *Lock) Queue(ctx context.Context) ([]QueuedWaiter, time.Time, error) {
 	return out, time.UnixMilli(now), nil
 }
 
-// Done returns a channel closed when the holding period this handle last
+// Done returns a channel closed when the holding this handle last
 // took part in ends.
 func (l *Lock) Done() <-chan struct{} {
-	if ep := l.last.Load(); ep != nil {
-		return ep.done
+	if hp := l.last.Load(); hp != nil {
+		return hp.done()
 	}
 	return closedChan
 }
 
-// Ctx returns the holding period this handle last took part in as a
-// context, cancelled when it ends (see epoch.ctx); before the first
+// Ctx returns the holding this handle last took part in as a
+// context, cancelled when it ends (see holding.ctx); before the first
 // acquisition, a cancelled context.
 func (l *Lock) Ctx() context.Context {
-	if ep := l.last.Load(); ep != nil {
-		return ep.ctx
+	if hp := l.last.Load(); hp != nil {
+		return hp.ctx
 	}
 	return endedCtx
 }
 
-// Until returns the time up to which the holding period this handle last
+// Until returns the time up to which the holding this handle last
 // took part in is known to last; the zero time when it ended or before the
 // first acquisition.
 func (l *Lock) Until() time.Time {
-	if ep := l.last.Load(); ep != nil {
-		return ep.knownUntil()
+	if hp := l.last.Load(); hp != nil {
+		return hp.knownUntil()
 	}
 	return time.Time{}
 }
 
-// Err returns why the holding period this handle last took part in ended,
+// Err returns why the holding this handle last took part in ended,
 // or nil.
 func (l *Lock) Err() error {
-	if ep := l.last.Load(); ep != nil {
-		select {
-		case <-ep.done:
-			return ep.err
-		default:
-		}
+	if hp := l.last.Load(); hp != nil {
+		return hp.err()
 	}
 	return nil
 }
 
-// Token returns the fencing token of the holding period this handle last
+// Token returns the fencing token of the holding this handle last
 // took part in, 0 if none.
 func (l *Lock) Token() int64 {
-	if ep := l.last.Load(); ep != nil {
-		return ep.token
+	if hp := l.last.Load(); hp != nil {
+		return hp.token
 	}
 	return 0
 }
