@@ -49,3 +49,16 @@ func GrantFrom(ctx context.Context) *Grant {
 	g, _ := ctx.Value(grantKey{}).(*Grant)
 	return g
 }
+
+// reportGrant fills in the Grant ctx carries, if any, for a grant that
+// left o's owner with holds holds.
+func reportGrant(ctx context.Context, o *ownerState, holds int64) {
+	g := GrantFrom(ctx)
+	if g == nil {
+		return
+	}
+	hp := o.holding.Load()
+	g.Reentry = holds > 1 // the server's count: it held before this grant
+	g.Done, g.Err = hp.done(), hp.err
+	g.Ctx, g.Until = hp.ctx, hp.knownUntil
+}

@@ -11,7 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlock-go/rlock/internal/base"
-	"github.com/rlock-go/rlock/internal/lua"
 )
 
 // Unlock releases one hold of the caller's owner. It works after the
@@ -28,31 +27,8 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	return l.releaseLocked(ctx, o)
 }
 
-// SetLease changes the lease of the caller's owner's current holding (see
-// base.LeaseLocker).
-func (l *Lock) SetLease(ctx context.Context, lease time.Duration) error {
-	if err := base.CheckLease(lease); err != nil {
-		return err
-	}
-	if err := base.CheckContext(ctx); err != nil {
-		return err
-	}
-	if l.c.closed.Load() {
-		return base.ErrClosed
-	}
-	o, err := l.lockOwner(ctx)
-	if err != nil {
-		return err
-	}
-	defer l.unlockOwner(o)
-	if err := l.settleLocked(ctx, o); err != nil {
-		return err
-	}
-	return l.setLeaseLocked(ctx, o, lease)
-}
-
-// lockOwner returns the caller's owner's hold with its semaphore held, or
-// ctx's error if ctx ends first; the caller ends with unlockOwner.
+// lockOwner returns the caller's owner's state with its semaphore held,
+// or ctx's error if ctx ends first; the caller ends with unlockOwner.
 func (l *Lock) lockOwner(ctx context.Context) (*ownerState, error) {
 	field, err := l.Owner(ctx)
 	if err != nil {
@@ -72,56 +48,31 @@ func (l *Lock) unlockOwner(o *ownerState) {
 	l.c.putOwner(o)
 }
 
-// setLeaseLocked is SetLease for o; o's semaphore must be held.
-func (l *Lock) setLeaseLocked(ctx context.Context, o *ownerState, lease time.Duration) error {
-	if o.count == 0 {
-		return fmt.Errorf("%w: %q", base.ErrNotHeld, l.name)
+// releaseKind names a release script's answer.
+type releaseKind uint8
+
+const (
+	releasedLast releaseKind = iota // the owner's last hold: the lock is free (or the next in line's)
+	releasedOne                     // one hold released, holds remain
+	notHeld                         // the owner held nothing
+)
+
+// parseReleaseReply recognises the three replies every release script
+// gives: {1, 0} for the last hold, {0, holds left} for one of several and
+// {-1, 0} for an owner that held nothing; it returns the holds left.
+func parseReleaseReply(res []int64) (releaseKind, int64, bool) {
+	if len(res) != 2 {
+		return 0, 0, false
 	}
-	ttl := lease
-	if lease == base.WatchdogMode {
-		ttl = l.c.wd.LeaseDuration()
+	switch res[0] {
+	case 1:
+		return releasedLast, 0, true
+	case 0:
+		return releasedOne, res[1], true
+	case -1:
+		return notHeld, 0, true
 	}
-	stopped := lease != base.WatchdogMode && o.watch != nil
-	if stopped {
-		// A renewal already on its way would run after this script and
-		// set the watchdog's lease again: stop renewal, let it land first.
-		o.watch.StopAndWait()
-		o.watch = nil
-	}
-	sent := time.Now()
-	res, err := l.c.run(context.WithoutCancel(ctx), lua.Renew, []string{l.name},
-		ttl.Milliseconds(), o.key.field).Int64Slice()
-	if err == nil && len(res) != 1 {
-		err = fmt.Errorf("%w: renew script replied %v", base.ErrUnexpectedReply, res)
-	}
-	if err != nil {
-		if stopped { // the lease may be unchanged: keep renewing
-			o.watch = l.watch(o, o.holding.Load(), sent)
-		}
-		return fmt.Errorf("rlock: setting the lease of %q: %w", l.name, err)
-	}
-	if res[0] == 0 {
-		o.setCount(0)
-		o.stopRenewal(fmt.Errorf("%w: %q was no longer held when its lease was set", base.ErrLockLost, l.name))
-		return fmt.Errorf("%w: %q", base.ErrNotHeld, l.name)
-	}
-	o.lease = ttl
-	hp := o.holding.Load()
-	if lease == base.WatchdogMode {
-		hp.keepAlive()
-		if o.watch == nil {
-			o.watch = l.watch(o, hp, sent)
-		}
-		return nil
-	}
-	if o.watch != nil {
-		o.watch.Stop()
-		o.watch = nil
-	}
-	// The lease set here is the one the owner asked for, shorter or not.
-	hp.until.Store(0)
-	l.expireAt(o, hp, sent.Add(ttl))
-	return nil
+	return 0, 0, false
 }
 
 // releaseLocked releases one hold; o's semaphore must be held.
@@ -139,59 +90,55 @@ func (l *Lock) releaseLocked(ctx context.Context, o *ownerState) error {
 		defer hp.releaseDone()
 	}
 	sent := time.Now()
-	res, err := l.runRelease(ctx, o, lease)
-	if err != nil {
-		err = fmt.Errorf("rlock: releasing %q: %w", l.name, err)
-		if unknownOutcome(err) {
-			// The owner meant to drop a hold: it is dropped, whatever
-			// happened here, in the background or by the owner's next call.
-			o.setCount(o.count - 1)
-			o.unsure = true
-			l.settleNow(ctx, o)
-		}
-		if o.count <= 0 { // the outcome is unknown: stop renewing, let the lease decide
-			o.stopRenewal(fmt.Errorf("%w: the last release failed, renewal stopped: %w", base.ErrLockLost, err))
-		}
-		return err
+	call := l.kind.release(o.key.field, o.count, lease, l.latchKey(), l.c.replay)
+	res, err := l.c.runCall(context.WithoutCancel(ctx), call).Int64Slice()
+	kind, left, ok := parseReleaseReply(res)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: release script replied %v", base.ErrUnexpectedReply, res)
 	}
-	switch res[0] {
-	case -1:
+	if err != nil {
+		return l.releaseFailed(ctx, o, fmt.Errorf("rlock: releasing %q: %w", l.name, err))
+	}
+	return l.released(o, hp, kind, left, sent.Add(lease))
+}
+
+// releaseFailed handles a release that failed with err. When no reply
+// came (or one no release script gives), the owner meant to drop a hold: it is dropped, whatever happened,
+// in the background or by the owner's next call. After a last release
+// whose outcome is unknown, renewal stops and the lease decides.
+func (l *Lock) releaseFailed(ctx context.Context, o *ownerState, err error) error {
+	if unknownOutcome(err) {
+		o.setCount(o.count - 1)
+		o.unsure = true
+		l.settleNow(ctx, o)
+	}
+	if o.count <= 0 {
+		o.stopRenewal(fmt.Errorf("%w: the last release failed, renewal stopped: %w", base.ErrLockLost, err))
+	}
+	return err
+}
+
+// released records a release's answer; until is when the lease restored
+// on the holds left runs out.
+func (l *Lock) released(o *ownerState, hp *holding, kind releaseKind, left int64, until time.Time) error {
+	switch kind {
+	case notHeld:
 		believed := o.count > 0
 		o.setCount(0)
 		if believed {
 			o.stopRenewal(fmt.Errorf("%w: %q was no longer held at unlock", base.ErrLockLost, l.name))
 		}
 		return fmt.Errorf("%w: %q", base.ErrNotHeld, l.name)
-	case 0:
-		o.setCount(res[1])
+	case releasedOne:
+		o.setCount(left)
 		if hp != nil && o.watch == nil {
-			l.expireAt(o, hp, sent.Add(lease))
+			l.expireAt(o, hp, until)
 		}
 		return nil
-	default:
-		o.setCount(0)
-		o.stopRenewal(nil)
-		return nil
 	}
-}
-
-// runRelease sends the release script of the lock's kind and checks the
-// shape of its reply: {1, 0}, {0, holds} or {-1, 0}.
-func (l *Lock) runRelease(ctx context.Context, o *ownerState, lease time.Duration) ([]int64, error) {
-	keys := l.releaseKeys()
-	var cmd *redis.Cmd
-	if l.cfg.Kind == Fair {
-		cmd = l.c.run(context.WithoutCancel(ctx), lua.FairUnlock, keys,
-			lease.Milliseconds(), o.key.field, o.count, base.UnlockMessage, l.c.replay.Milliseconds(), l.channel)
-	} else {
-		cmd = l.c.run(context.WithoutCancel(ctx), lua.Unlock, keys,
-			lease.Milliseconds(), o.key.field, o.count, base.UnlockMessage, l.c.replay.Milliseconds())
-	}
-	res, err := cmd.Int64Slice()
-	if err == nil && (len(res) != 2 || res[0] < -1 || res[0] > 1) {
-		err = fmt.Errorf("%w: release script replied %v", base.ErrUnexpectedReply, res)
-	}
-	return res, err
+	o.setCount(0)
+	o.stopRenewal(nil)
+	return nil
 }
 
 // settleLocked finds out what an earlier call of o's owner whose outcome
@@ -255,16 +202,6 @@ func (l *Lock) settleSoon(o *ownerState) {
 	}
 }
 
-// releaseKeys returns the KEYS of a release or force unlock, with a fresh
-// latch key: the hash, queue, deadlines and latch of a fair lock; the
-// hash, channel and latch of a reentrant one.
-func (l *Lock) releaseKeys() []string {
-	if l.cfg.Kind == Fair {
-		return []string{l.keys[0], l.keys[1], l.keys[2], l.latchKey()}
-	}
-	return []string{l.name, l.channel, l.latchKey()}
-}
-
 // latchKey returns a fresh request's latch key, in the lock's hash slot.
 func (l *Lock) latchKey() string {
 	return base.DerivedKey(base.LatchPrefix, l.name) + ":" + l.c.requestID()
@@ -292,11 +229,8 @@ func (l *Lock) forceUnlock(ctx context.Context, expect ...any) (int64, error) {
 	if err := base.CheckContext(ctx); err != nil {
 		return 0, err
 	}
-	script, args := lua.ForceUnlock, []any{base.UnlockMessage, l.c.replay.Milliseconds()}
-	if l.cfg.Kind == Fair {
-		script, args = lua.FairForceUnlock, append(args, l.channel)
-	}
-	n, err := l.c.run(context.WithoutCancel(ctx), script, l.releaseKeys(), append(args, expect...)...).Int64()
+	call := l.kind.forceUnlock(l.latchKey(), l.c.replay)
+	n, err := l.c.runCall(context.WithoutCancel(ctx), call, expect...).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("rlock: force-unlocking %q: %w", l.name, err)
 	}
