@@ -75,30 +75,14 @@ func NewClient(rdb base.Redis, cfg Config) (*Client, error) {
 	if IsNil(rdb) {
 		return nil, fmt.Errorf("%w: nil Redis client", base.ErrInvalidArgument)
 	}
-	if cfg.ID == "" {
-		cfg.ID = uuid.NewString()
-	}
-	if cfg.Replay <= 0 {
-		cfg.Replay = replayWindow(rdb)
-	}
-	if cfg.MaxPoll <= 0 {
-		cfg.MaxPoll = time.Second
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg = cfg.withDefaults(rdb)
 	wd, err := renewal.New(rdb, cfg.Watchdog...)
 	if err != nil {
 		return nil, err
 	}
-	scripter := func() (redis.Scripter, error) { return rdb, nil }
-	if cfg.AutoPipeline {
-		if _, ok := rdb.(replsync.AutoPipelined); !ok {
-			return nil, fmt.Errorf("%w: auto-pipelining needs a go-redis Client, ClusterClient or Ring, not %T", base.ErrInvalidArgument, rdb)
-		}
-		// Created on first use (go-redis starts its goroutines then) and
-		// kept by rdb.
-		scripter = sync.OnceValues(func() (redis.Scripter, error) { return replsync.AutoPipeliner(rdb) })
+	scripter, err := newScripter(rdb, cfg.AutoPipeline)
+	if err != nil {
+		return nil, err
 	}
 	var sync *replsync.Syncer
 	if !cfg.NoReplicaSync {
@@ -119,6 +103,37 @@ func NewClient(rdb base.Redis, cfg Config) (*Client, error) {
 		closing:  make(chan struct{}),
 		owners:   make(map[ownerKey]*ownerState),
 	}, nil
+}
+
+// withDefaults returns cfg with every unset field set to its default for
+// a client on rdb.
+func (cfg Config) withDefaults(rdb base.Redis) Config {
+	if cfg.ID == "" {
+		cfg.ID = uuid.NewString()
+	}
+	if cfg.Replay <= 0 {
+		cfg.Replay = replayWindow(rdb)
+	}
+	if cfg.MaxPoll <= 0 {
+		cfg.MaxPoll = time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return cfg
+}
+
+// newScripter returns where a client on rdb sends its scripts: rdb, or
+// with autoPipeline its go-redis auto-pipeliner, created on first use
+// (go-redis starts its goroutines then) and kept by rdb.
+func newScripter(rdb base.Redis, autoPipeline bool) (func() (redis.Scripter, error), error) {
+	if !autoPipeline {
+		return func() (redis.Scripter, error) { return rdb, nil }, nil
+	}
+	if _, ok := rdb.(replsync.AutoPipelined); !ok {
+		return nil, fmt.Errorf("%w: auto-pipelining needs a go-redis Client, ClusterClient or Ring, not %T", base.ErrInvalidArgument, rdb)
+	}
+	return sync.OnceValues(func() (redis.Scripter, error) { return replsync.AutoPipeliner(rdb) }), nil
 }
 
 // newSyncer returns the replica syncer of a client on rdb, or nil (replica
