@@ -7,9 +7,58 @@ import (
 	"time"
 
 	"github.com/rlock-go/rlock/internal/base"
-	"github.com/rlock-go/rlock/internal/lua"
 	"github.com/rlock-go/rlock/internal/replsync"
 )
+
+// request is what one Lock call asks of each of its attempts.
+type request struct {
+	lease    time.Duration // base.WatchdogMode or an explicit lease
+	queue    bool          // queue the owner, or renew its place (a kind with a line)
+	retrying bool          // a blocking Lock: an attempt whose reply was lost is sent again by the next
+}
+
+// outcomeKind names what an attempt found, for a caller that did not get
+// an error.
+type outcomeKind uint8
+
+const (
+	notTried     outcomeKind = iota // no attempt yet: wait for a wake-up, polling
+	acquired                        // the owner holds the lock now
+	busy                            // another owner holds it (or is ahead in line) for at most ttl
+	busyNoExpiry                    // another owner holds it without expiry: poll
+	lapsed                          // the grant's lease ran out before its reply came: try again at once
+	paused                          // a failure a waiting Lock outlives: try again after ttl
+)
+
+// outcome is what an attempt found, and how long the next may wait.
+type outcome struct {
+	kind outcomeKind
+	ttl  time.Duration // busy: the lock's TTL; paused: the pause
+}
+
+// busyFor is the outcome of a refusal whose lock has ttl left, negative
+// for none.
+func busyFor(ttl time.Duration) outcome {
+	if ttl < 0 {
+		return outcome{kind: busyNoExpiry}
+	}
+	return outcome{kind: busy, ttl: ttl}
+}
+
+// pausedFor is the outcome of a failure outlived by pausing d.
+func pausedFor(d time.Duration) outcome { return outcome{kind: paused, ttl: d} }
+
+// wait is how long to wait after out before the next attempt, given the
+// client's longest wait on a lock without expiry.
+func (out outcome) wait(maxPoll time.Duration) time.Duration {
+	switch out.kind {
+	case notTried, busyNoExpiry:
+		return maxPoll // nothing else bounds the wait
+	case lapsed:
+		return time.Millisecond
+	}
+	return max(out.ttl, time.Millisecond)
+}
 
 // States of an attempt that runs in the background (see attempt).
 const (
@@ -18,212 +67,280 @@ const (
 	attemptAbandoned              // the caller left with ctx's error
 )
 
+// attempt runs the acquire script once for o's owner and says what it
+// found.
+//
+// An attempt is never abandoned, since its outcome must be known: when ctx
+// ends first, attempt returns ctx's error at once and the attempt finishes
+// in the background, releasing the hold again if it was granted. The
+// caller and the background attempt agree through one state word on which
+// of the two happened, so a grant is never both kept and reported as
+// ctx's error (regression: TestLateGrantIsNeverLeaked).
+func (l *Lock) attempt(ctx context.Context, o *ownerState, req request) (outcome, error) {
+	if ctx.Done() == nil { // cannot end: no need for a goroutine
+		return l.attemptLocked(ctx, o, req, nil)
+	}
+	type result struct {
+		out outcome
+		err error
+	}
+	done := make(chan result, 1)
+	var state atomic.Int32 // attemptPending, attemptClaimed or attemptAbandoned
+	l.c.retain(o)
+	run := func() {
+		defer l.c.putOwner(o)
+		out, err := l.attemptLocked(ctx, o, req, &state)
+		done <- result{out, err}
+	}
+	if !l.c.goBackground(run) {
+		l.c.putOwner(o)
+		return outcome{}, base.ErrClosed
+	}
+	select {
+	case r := <-done:
+		return r.out, r.err
+	case <-ctx.Done():
+		if state.CompareAndSwap(attemptPending, attemptAbandoned) {
+			return outcome{}, l.ctxErr(ctx)
+		}
+		// The attempt claimed a grant before ctx ended: the owner holds
+		// the lock, and the result is on its way.
+		r := <-done
+		return r.out, r.err
+	}
+}
+
+// callerWaits reports whether the caller still waits for the attempt
+// whose state is state (nil: it runs in the caller's goroutine).
+func callerWaits(state *atomic.Int32) bool {
+	return state == nil || state.Load() == attemptPending
+}
+
 // attemptLocked is attempt, run to the end whatever ctx does. A hold
 // granted after ctx ended, or after the caller stopped waiting for it
 // (state, when the attempt runs in the background), is released again and
 // ctx's error returned.
 //
-// retrying says the caller (a blocking Lock) tries again after a failure:
-// an attempt whose reply was lost is then not settled but simply sent again
-// by the next attempt, which the script answers as a re-send (a grant that
-// stood is the caller's). Otherwise, or when the caller has left, it is
-// settled at once (a grant the caller was not told of is given back).
-func (l *Lock) attemptLocked(ctx context.Context, h *hold, lease time.Duration, join, retrying bool, state *atomic.Int32) (time.Duration, error) {
-	if err := h.acquire(ctx); err != nil {
-		return 0, l.ctxErr(ctx)
+// req.retrying says the caller (a blocking Lock) tries again after a
+// failure: an attempt whose reply was lost is then not settled but simply
+// sent again by the next attempt, which the script answers as a re-send (a
+// grant that stood is the caller's). Otherwise, or when the caller has
+// left, it is settled at once (a grant the caller was not told of is given
+// back).
+func (l *Lock) attemptLocked(ctx context.Context, o *ownerState, req request, state *atomic.Int32) (outcome, error) {
+	if err := o.acquire(ctx); err != nil {
+		return outcome{}, l.ctxErr(ctx)
 	}
-	defer h.release()
-	if ctx.Err() != nil {
-		// Ended before anything was sent: send nothing. (A fair waiter's
-		// departure may already have run; a join now would undo it.)
-		return 0, l.ctxErr(ctx)
+	defer o.release()
+	if err := l.prepare(ctx, o, req.retrying); err != nil {
+		return outcome{}, err
 	}
-	if h.unsure && h.resend && retrying {
-		// The previous attempt of this Lock call went unanswered and no
-		// other call of the owner came between: this one is its re-send.
-		h.unsure, h.resend = false, false
-	}
-	if h.count > 0 && h.ended() {
-		// The owner was told its holds were lost: start afresh, giving
-		// back any the server still has (a loss reported when the lease
-		// had certainly run out, by a reply that came later still).
-		h.setCount(0)
-		h.unsure = true
-	}
-	if err := l.settleLocked(ctx, h); err != nil {
-		return 0, err
-	}
-	watchdogMode := lease == base.WatchdogMode
-	if watchdogMode {
-		lease = l.c.wd.LeaseDuration()
-	}
+	lease := l.c.leaseOf(req.lease)
 	sent := time.Now()
-	res, sync, syncErr, err := l.runAcquire(ctx, h, lease, join)
-	if err != nil {
-		if unknownOutcome(err) {
-			h.unsure = true // the owner is entitled to h.count, as before
-			h.resend = retrying && (state == nil || state.Load() == attemptPending)
-			if !h.resend {
-				l.settleNow(ctx, h)
-			}
-		}
-		return 0, fmt.Errorf("rlock: acquiring %q: %w", l.name, err)
+	rep, err := l.sendAcquire(ctx, o, lease, req.queue)
+	switch {
+	case err != nil:
+		return outcome{}, l.acquireFailed(ctx, o, err, req.retrying && callerWaits(state))
+	case rep.kind == goneAtReentry:
+		return outcome{}, l.lostAtReentry(o, "was no longer held at re-entry")
+	case rep.kind == refused:
+		return l.refused(o, rep.wait), nil
+	case rep.syncErr != nil || rep.sync.Unsynced():
+		return outcome{}, l.undoUnreplicated(ctx, o, rep)
 	}
-	switch res[0] {
-	case -1: // the owner re-entered a lock it no longer held
-		return 0, l.lostAtReentry(h, "was no longer held at re-entry")
-	case 0:
-		if h.count > 0 { // the owner believed it held the lock: it was lost
-			_ = l.lostAtReentry(h, "was no longer held at re-entry")
-		}
-		return time.Duration(res[1]) * time.Millisecond, nil
-	}
-	if syncErr != nil || sync.Unsynced() {
-		return 0, l.undoUnreplicated(ctx, h, res[1], sync, syncErr)
-	}
-	if watchdogMode && time.Since(sent) >= lease {
-		// The reply came after the lease counted from the send: the
-		// script may have run late (a server frozen meanwhile), so the
-		// hold may still stand. Ask once rather than report it lost.
-		held, rsent, err := l.stillHeld(ctx, h, lease)
-		if err != nil {
-			h.unsure = true // the grant may stand: give it back
-			l.settleNow(ctx, h)
-			return 0, fmt.Errorf("rlock: acquiring %q: checking a grant whose reply came late: %w", l.name, err)
-		}
+	if req.lease == base.WatchdogMode && time.Since(sent) >= lease {
+		held, rsent, err := l.confirmLateGrant(ctx, o, lease)
 		if !held {
-			return l.grantExpired(h)
+			return outcome{kind: lapsed}, err
 		}
 		sent = rsent
 	}
-	l.adopt(h, res[1], res[2], lease, watchdogMode, sent)
-	ttl, err := l.keepOrRelease(ctx, h, state)
-	if g := GrantFrom(ctx); g != nil && err == nil {
-		g.Reentry = res[1] > 1 // the server's count: it held before this grant
-		ep := h.ep.Load()
-		g.Done, g.Err = ep.done, ep.error
-		g.Ctx, g.Until = ep.ctx, ep.knownUntil
+	l.adopt(o, rep, lease, req.lease == base.WatchdogMode, sent)
+	if err := l.keepOrRelease(ctx, o, state); err != nil {
+		return outcome{}, err
 	}
-	return ttl, err
+	reportGrant(ctx, o, rep.holds)
+	return outcome{kind: acquired}, nil
 }
 
-// stillHeld renews the lease of h's owner once and reports whether the
-// owner still holds the lock, and when the renewal was sent.
-func (l *Lock) stillHeld(ctx context.Context, h *hold, lease time.Duration) (bool, time.Time, error) {
+// prepare readies o for an attempt: it sends nothing once ctx has ended
+// (a fair waiter's departure may already have run; a join now would undo
+// it), recognises the re-send of this call's unanswered attempt, starts
+// afresh after a loss the owner was told of, and settles an earlier call
+// whose outcome is unknown.
+func (l *Lock) prepare(ctx context.Context, o *ownerState, retrying bool) error {
+	if ctx.Err() != nil {
+		return l.ctxErr(ctx)
+	}
+	if o.unsure && o.resend && retrying {
+		// The previous attempt of this Lock call went unanswered and no
+		// other call of the owner came between: this one is its re-send.
+		o.unsure, o.resend = false, false
+	}
+	if o.count > 0 && o.ended() {
+		// The owner was told its holds were lost: start afresh, giving
+		// back any the server still has (a loss reported when the lease
+		// had certainly run out, by a reply that came later still).
+		o.setCount(0)
+		o.unsure = true
+	}
+	return l.settleLocked(ctx, o)
+}
+
+// replyKind names an acquire script's answer.
+type replyKind uint8
+
+const (
+	granted       replyKind = iota // the owner holds the lock: holds and token
+	refused                        // not granted: wait at most wait
+	goneAtReentry                  // the owner re-entered a lock it no longer held
+)
+
+// acquireReply is an acquire script's reply, with its replication.
+type acquireReply struct {
+	kind         replyKind
+	holds, token int64         // granted: the owner's hold count, the fencing token (0: none)
+	wait         time.Duration // refused: the lock's TTL, negative for none
+	sync         replsync.Result
+	syncErr      error // the script ran but WAIT failed: replication unknown
+}
+
+// parseAcquireReply recognises the three replies every acquire script
+// gives: {1, holds ≥ 1, token ≥ 0} for a grant, {0, wait ms} for a
+// refusal, and {-1, 0} for a re-entry that found the owner's holds gone.
+// Anything else is not a reply of an acquire script.
+func parseAcquireReply(res []int64) (acquireReply, bool) {
+	switch {
+	case len(res) == 3 && res[0] == 1 && res[1] >= 1 && res[2] >= 0:
+		return acquireReply{kind: granted, holds: res[1], token: res[2]}, true
+	case len(res) == 2 && res[0] == 0:
+		return acquireReply{kind: refused, wait: time.Duration(res[1]) * time.Millisecond}, true
+	case len(res) == 2 && res[0] == -1:
+		return acquireReply{kind: goneAtReentry}, true
+	}
+	return acquireReply{}, false
+}
+
+// sendAcquire sends the kind's acquire script for o's owner, with replica
+// sync when it is on, and parses its reply.
+func (l *Lock) sendAcquire(ctx context.Context, o *ownerState, lease time.Duration, queue bool) (acquireReply, error) {
+	call := l.kind.acquire(o.key.field, o.count, lease, queue)
+	cmd, sync, syncErr := l.c.runAcquire(context.WithoutCancel(ctx), call.script, call.keys, call.args...)
+	res, err := cmd.Int64Slice()
+	if err != nil {
+		return acquireReply{}, err
+	}
+	rep, ok := parseAcquireReply(res)
+	if !ok {
+		return acquireReply{}, fmt.Errorf("%w: acquire script replied %v", base.ErrUnexpectedReply, res)
+	}
+	rep.sync, rep.syncErr = sync, syncErr
+	return rep, nil
+}
+
+// acquireFailed handles an acquire script call that failed with err. When
+// no reply came, the script may have run: the owner is still entitled to
+// the holds it had; the call is either sent again by its caller (resend)
+// or settled at once.
+func (l *Lock) acquireFailed(ctx context.Context, o *ownerState, err error, resend bool) error {
+	if unknownOutcome(err) {
+		o.unsure = true
+		o.resend = resend
+		if !resend {
+			l.settleNow(ctx, o)
+		}
+	}
+	return fmt.Errorf("rlock: acquiring %q: %w", l.name, err)
+}
+
+// refused handles a refusal: if the owner believed it held the lock, its
+// holds were lost.
+func (l *Lock) refused(o *ownerState, wait time.Duration) outcome {
+	if o.count > 0 {
+		_ = l.lostAtReentry(o, "was no longer held at re-entry")
+	}
+	return busyFor(wait)
+}
+
+// confirmLateGrant handles a grant whose reply came after the lease
+// counted from the send: the script may have run late (a server frozen
+// meanwhile), so the hold may still stand. It asks once rather than report
+// it lost, and reports whether the owner holds the lock and when the
+// question was sent. Not held, a first hold is simply not obtained (a
+// waiting Lock tries again) and a re-entry means the holds are lost (the
+// error).
+func (l *Lock) confirmLateGrant(ctx context.Context, o *ownerState, lease time.Duration) (bool, time.Time, error) {
 	sent := time.Now()
-	res, err := l.c.run(context.WithoutCancel(ctx), lua.Renew, []string{l.name},
-		lease.Milliseconds(), h.key.field).Int64Slice()
-	if err == nil && len(res) != 1 {
-		err = fmt.Errorf("%w: renew script replied %v", base.ErrUnexpectedReply, res)
+	held, err := l.renew(ctx, o, lease)
+	switch {
+	case err != nil:
+		o.unsure = true // the grant may stand: give it back
+		l.settleNow(ctx, o)
+		return false, sent, fmt.Errorf("rlock: acquiring %q: checking a grant whose reply came late: %w", l.name, err)
+	case !held && o.count > 0:
+		return false, sent, l.lostAtReentry(o, "ran out of lease before the re-entry's reply came")
 	}
-	return err == nil && res[0] == 1, sent, err
-}
-
-// grantExpired handles a grant whose lease ran out before its reply came:
-// a first hold is simply not obtained (a waiting Lock tries again); a
-// re-entry means the owner's holds are lost.
-func (l *Lock) grantExpired(h *hold) (time.Duration, error) {
-	if h.count == 0 {
-		return 0, nil
-	}
-	return 0, l.lostAtReentry(h, "ran out of lease before the re-entry's reply came")
+	return held, sent, nil
 }
 
 // lostAtReentry records that the owner's holds were found gone at a
-// re-entry: it ends the holding period and returns the loss.
-func (l *Lock) lostAtReentry(h *hold, why string) error {
-	h.setCount(0)
+// re-entry: it ends the holding and returns the loss.
+func (l *Lock) lostAtReentry(o *ownerState, why string) error {
+	o.setCount(0)
 	lost := fmt.Errorf("%w: %q %s", base.ErrLockLost, l.name, why)
-	h.stopRenewal(lost)
+	o.stopRenewal(lost)
 	return lost
-}
-
-// runAcquire sends the acquire script of the lock's kind and checks the
-// shape of its reply: {1, holds, token}, {0, wait} or {-1, 0}.
-func (l *Lock) runAcquire(ctx context.Context, h *hold, lease time.Duration, join bool) ([]int64, replsync.Result, error, error) {
-	script, args := lua.Lock, []any{lease.Milliseconds(), h.key.field, h.count, boolArg(l.cfg.Fencing)}
-	if l.cfg.Kind == Fair {
-		script = lua.FairLock
-		args = append(args, l.cfg.QueueTimeout.Milliseconds(), boolArg(join), l.channel, base.UnlockMessage)
-	}
-	cmd, sync, syncErr := l.c.runAcquire(context.WithoutCancel(ctx), script, l.keys, args...)
-	res, err := cmd.Int64Slice()
-	if err != nil {
-		return nil, sync, nil, err
-	}
-	switch {
-	case len(res) == 3 && res[0] == 1 && res[1] >= 1 && res[2] >= 0:
-	case len(res) == 2 && (res[0] == 0 || res[0] == -1):
-	default:
-		return nil, sync, nil, fmt.Errorf("%w: acquire script replied %v", base.ErrUnexpectedReply, res)
-	}
-	return res, sync, syncErr, nil
 }
 
 // undoUnreplicated releases a grant that no replica is known to have (a
 // failover now could hand the lock to someone else) and says why.
-func (l *Lock) undoUnreplicated(ctx context.Context, h *hold, holds int64, sync replsync.Result, syncErr error) error {
-	why := fmt.Errorf("%w: none of %d replicas acknowledged %q within %v", base.ErrNotReplicated, sync.Replicas, l.name, l.c.sync.Timeout())
-	if syncErr != nil {
-		why = fmt.Errorf("%w: %q: %w", base.ErrNotReplicated, l.name, syncErr)
+func (l *Lock) undoUnreplicated(ctx context.Context, o *ownerState, rep acquireReply) error {
+	why := fmt.Errorf("%w: none of %d replicas acknowledged %q within %v", base.ErrNotReplicated, rep.sync.Replicas, l.name, l.c.sync.Timeout())
+	if rep.syncErr != nil {
+		why = fmt.Errorf("%w: %q: %w", base.ErrNotReplicated, l.name, rep.syncErr)
 	}
-	h.setCount(holds)
-	if err := l.releaseLocked(ctx, h); err != nil {
+	o.setCount(rep.holds)
+	if err := l.releaseLocked(ctx, o); err != nil {
 		return fmt.Errorf("%w (and undoing the acquisition: %w)", why, err)
 	}
 	return why
 }
 
-// adopt records a grant or re-entry: the owner's hold count, the holding
-// period (a new one after a release or loss), and what protects it. A
-// re-entry never takes protection away: an explicit lease on a hold the
-// watchdog renews leaves the watchdog on, and the script never shortens
-// the TTL.
-func (l *Lock) adopt(h *hold, holds, token int64, lease time.Duration, watchdogMode bool, sent time.Time) {
-	h.setCount(holds)
-	ep := h.ep.Load()
-	if ep == nil || ep.ended() { // a new holding period
-		if h.watch != nil {
-			h.watch.Stop()
-			h.watch = nil
+// adopt records a grant or re-entry: the owner's hold count, its holding
+// (a new one after a release or loss), and what protects it. A re-entry
+// never takes protection away: an explicit lease on a hold the watchdog
+// renews leaves the watchdog on, and the script never shortens the TTL.
+func (l *Lock) adopt(o *ownerState, rep acquireReply, lease time.Duration, watchdogMode bool, sent time.Time) {
+	o.setCount(rep.holds)
+	hp := o.holding.Load()
+	if hp == nil || hp.ended() { // a new holding
+		if o.watch != nil {
+			o.watch.Stop()
+			o.watch = nil
 		}
-		h.lease = 0
-		ep = newEpoch(token)
-		h.ep.Store(ep)
+		o.lease = 0
+		hp = newHolding(rep.token)
+		o.holding.Store(hp)
 	}
 	switch {
 	case watchdogMode:
-		h.lease = lease
-		if h.watch == nil {
-			ep.keepAlive()
-			h.watch = l.watch(h, ep, sent)
+		o.lease = lease
+		if o.watch == nil {
+			hp.keepAlive()
+			o.watch = l.watch(o, hp, sent)
 		}
-	case h.watch == nil:
-		h.lease = max(h.lease, lease)
-		l.expireAt(h, ep, sent.Add(lease))
+	case o.watch == nil:
+		o.lease = max(o.lease, lease)
+		l.expireAt(o, hp, sent.Add(lease))
 	}
-	l.last.Store(ep)
-}
-
-// expireAt moves the end of ep's explicit lease to t if that is later,
-// and arranges for ep to end as lost then.
-func (l *Lock) expireAt(h *hold, ep *epoch, t time.Time) {
-	if t.UnixNano() <= ep.until.Load() {
-		return
-	}
-	ep.expireAt(t, func() {
-		if time.Now().UnixNano() < ep.until.Load() {
-			return // moved on meanwhile; the timer was reset
-		}
-		l.c.lost(h, ep, fmt.Errorf("%w: the lease of %q ran out", base.ErrLockLost, l.name))
-	})
+	l.last.Store(hp)
 }
 
 // keepOrRelease keeps a grant only if ctx is still alive and the caller
 // still waits; checking ctx first keeps a synchronous caller's contract ("a
 // Lock whose ctx ended holds no more than before") too. Otherwise it
 // releases the hold again and returns ctx's error.
-func (l *Lock) keepOrRelease(ctx context.Context, h *hold, state *atomic.Int32) (time.Duration, error) {
+func (l *Lock) keepOrRelease(ctx context.Context, o *ownerState, state *atomic.Int32) error {
 	keep := ctx.Err() == nil
 	if keep && state != nil {
 		if hook := testHookGranted.Load(); hook != nil {
@@ -232,39 +349,10 @@ func (l *Lock) keepOrRelease(ctx context.Context, h *hold, state *atomic.Int32) 
 		keep = state.CompareAndSwap(attemptPending, attemptClaimed)
 	}
 	if keep {
-		return acquired, nil
+		return nil
 	}
-	if err := l.releaseLocked(ctx, h); err != nil {
-		return 0, fmt.Errorf("%w (and releasing the hold obtained after it: %w)", l.ctxErr(ctx), err)
+	if err := l.releaseLocked(ctx, o); err != nil {
+		return fmt.Errorf("%w (and releasing the hold obtained after it: %w)", l.ctxErr(ctx), err)
 	}
-	return 0, l.ctxErr(ctx)
-}
-
-func (l *Lock) watch(h *hold, ep *epoch, sent time.Time) *watchdogLease {
-	w := l.c.wd.Add(l.name, h.key.field, sent, func(err error) { l.c.lost(h, ep, err) })
-	if ep != nil {
-		ep.watch.Store(w)
-	}
-	return w
-}
-
-func boolArg(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
-}
-
-func (l *Lock) ready(ctx context.Context) error {
-	if l.c.closed.Load() {
-		return base.ErrClosed
-	}
-	if ctx.Err() != nil {
-		return l.ctxErr(ctx)
-	}
-	return nil
-}
-
-func (l *Lock) ctxErr(ctx context.Context) error {
-	return fmt.Errorf("rlock: waiting for %q: %w", l.name, ctx.Err())
+	return l.ctxErr(ctx)
 }

@@ -46,8 +46,8 @@ type Client struct {
 	bgClosed bool           // no more background work: Close waits for bg
 	bg       sync.WaitGroup // attempts finishing after their caller's ctx ended
 
-	mu    sync.Mutex
-	holds map[holdKey]*hold
+	mu     sync.Mutex
+	owners map[ownerKey]*ownerState
 }
 
 // Config is a validated client configuration (see reentrant's options).
@@ -75,30 +75,14 @@ func NewClient(rdb base.Redis, cfg Config) (*Client, error) {
 	if IsNil(rdb) {
 		return nil, fmt.Errorf("%w: nil Redis client", base.ErrInvalidArgument)
 	}
-	if cfg.ID == "" {
-		cfg.ID = uuid.NewString()
-	}
-	if cfg.Replay <= 0 {
-		cfg.Replay = replayWindow(rdb)
-	}
-	if cfg.MaxPoll <= 0 {
-		cfg.MaxPoll = time.Second
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg = cfg.withDefaults(rdb)
 	wd, err := renewal.New(rdb, cfg.Watchdog...)
 	if err != nil {
 		return nil, err
 	}
-	scripter := func() (redis.Scripter, error) { return rdb, nil }
-	if cfg.AutoPipeline {
-		if _, ok := rdb.(replsync.AutoPipelined); !ok {
-			return nil, fmt.Errorf("%w: auto-pipelining needs a go-redis Client, ClusterClient or Ring, not %T", base.ErrInvalidArgument, rdb)
-		}
-		// Created on first use (go-redis starts its goroutines then) and
-		// kept by rdb.
-		scripter = sync.OnceValues(func() (redis.Scripter, error) { return replsync.AutoPipeliner(rdb) })
+	scripter, err := newScripter(rdb, cfg.AutoPipeline)
+	if err != nil {
+		return nil, err
 	}
 	var sync *replsync.Syncer
 	if !cfg.NoReplicaSync {
@@ -117,8 +101,39 @@ func NewClient(rdb base.Redis, cfg Config) (*Client, error) {
 		maxPoll:  cfg.MaxPoll,
 		log:      cfg.Logger,
 		closing:  make(chan struct{}),
-		holds:    make(map[holdKey]*hold),
+		owners:   make(map[ownerKey]*ownerState),
 	}, nil
+}
+
+// withDefaults returns cfg with every unset field set to its default for
+// a client on rdb.
+func (cfg Config) withDefaults(rdb base.Redis) Config {
+	if cfg.ID == "" {
+		cfg.ID = uuid.NewString()
+	}
+	if cfg.Replay <= 0 {
+		cfg.Replay = replayWindow(rdb)
+	}
+	if cfg.MaxPoll <= 0 {
+		cfg.MaxPoll = time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return cfg
+}
+
+// newScripter returns where a client on rdb sends its scripts: rdb, or
+// with autoPipeline its go-redis auto-pipeliner, created on first use
+// (go-redis starts its goroutines then) and kept by rdb.
+func newScripter(rdb base.Redis, autoPipeline bool) (func() (redis.Scripter, error), error) {
+	if !autoPipeline {
+		return func() (redis.Scripter, error) { return rdb, nil }, nil
+	}
+	if _, ok := rdb.(replsync.AutoPipelined); !ok {
+		return nil, fmt.Errorf("%w: auto-pipelining needs a go-redis Client, ClusterClient or Ring, not %T", base.ErrInvalidArgument, rdb)
+	}
+	return sync.OnceValues(func() (redis.Scripter, error) { return replsync.AutoPipeliner(rdb) }), nil
 }
 
 // newSyncer returns the replica syncer of a client on rdb, or nil (replica
@@ -262,15 +277,15 @@ func (c *Client) Close() error {
 	c.wd.Close()
 	c.hub.Close()
 	c.mu.Lock()
-	eps := make([]*epoch, 0, len(c.holds))
-	for _, h := range c.holds {
-		if ep := h.ep.Load(); ep != nil {
-			eps = append(eps, ep)
+	hps := make([]*holding, 0, len(c.owners))
+	for _, o := range c.owners {
+		if hp := o.holding.Load(); hp != nil {
+			hps = append(hps, hp)
 		}
 	}
 	c.mu.Unlock()
-	for _, ep := range eps {
-		ep.end(fmt.Errorf("%w: %w", base.ErrLockLost, base.ErrClosed))
+	for _, hp := range hps {
+		hp.end(fmt.Errorf("%w: %w", base.ErrLockLost, base.ErrClosed))
 	}
 	return nil
 }

@@ -1,19 +1,88 @@
-// Package core is the lock engine shared by the public lock packages: the
-// client (client ID, waiter hub, watchdog, per-owner hold bookkeeping) and
-// the lock handle engine for every kind (reentrant, fair). Packages
-// reentrant and fair are thin, documented wrappers around it; fair reaches
-// the engine behind a *reentrant.Client through Of, so every lock kind of a
-// process shares one client, one pub/sub connection and one watchdog.
+// Package core is the lock engine behind the public lock packages
+// (reentrant, fair): the client, the lock handle engine and the flow every
+// lock kind shares. Packages reentrant and fair are thin, documented
+// wrappers around it; they reach the engine behind an *rlock.Client
+// through Of, so every lock kind of a process shares one client, one
+// pub/sub connection and one watchdog.
+//
+// # Vocabulary
+//
+//   - A hold is one count of an owner's re-entrant acquisitions; the lock
+//     hash stores each owner field's hold count.
+//   - ownerState (owner.go) is the client's bookkeeping of one owner on one
+//     lock: its hold count, what protects its holds (the watchdog or an
+//     explicit lease), and a semaphore that serialises the owner's calls on
+//     that lock, so that the scripts can tell a re-sent request from a new
+//     one.
+//   - A holding (holding.go) is one holding period of one owner: from the
+//     grant that takes it from no holds to some, to its last release or the
+//     loss of its holds. Its ctx is the holding: cancelled when it ends,
+//     with a cause wrapping ErrLockLost on loss. Lock.Done, Err, Ctx, Until
+//     and Token, and a combinator's Grant (grant.go), all read a holding.
+//
+// # Files
+//
+//   - client.go: Client, its configuration, and how it runs a script (a
+//     cluster's retries, replica sync).
+//   - kind.go: everything that sets one lock kind apart (see below).
+//   - lock.go: Lock, the handle engine, and its Lock and TryLock entries.
+//   - wait.go: a blocking Lock call: join the kind's channel, sleep,
+//     retry; the failures it outlives.
+//   - attempt.go: one acquire attempt, from sending the script to keeping
+//     or giving back the grant, with its named outcomes.
+//   - release.go: Unlock, settling a call whose outcome is unknown, and
+//     ForceUnlock.
+//   - lease.go: SetLease, and what protects a holding (watchdog, lease).
+//   - owner.go, holding.go: the bookkeeping above.
+//   - query.go: IsLocked, HoldCount, TTL, Queue and the handle's view of
+//     its holding.
+//
+// # Lock kinds
+//
+// The engine's flow is the same for every kind: an attempt sends the
+// kind's acquire script and reads one of three replies (a grant, a
+// refusal with the time to wait, or a re-entry that found the holds gone;
+// see parseAcquireReply); a release reads one of three (see
+// parseReleaseReply); a blocked call waits on a pub/sub channel and
+// retries. Everything else is asked of the kind (the kind interface):
+// its keys and scripts for acquire, release, force-unlock and renewal,
+// and its waitPlan: which channel a blocked call listens on, whether its
+// attempts queue the owner (and so how often it must retry to keep its
+// place), whether a new call waits behind the client's other waiters, and
+// what leaving means when the owner's last waiting call gives up.
+//
+//   - reentrantKind: one channel per lock, a release publishes on it;
+//     waiters leave no trace on the server, so leaving is nothing.
+//   - fairKind: attempts queue the owner and renew its place within the
+//     queue timeout; each owner listens on its own channel; leaving takes
+//     the owner out of the queue. It also answers Queue (the lined
+//     interface).
+//
+// A read-write lock (Redisson's RReadWriteLock: one hash with a "mode"
+// field, reader fields "<owner>" and the writer's "<owner>:write", one
+// timeout key per read hold, one channel "redisson_rwlock:{name}") plugs
+// in as two kinds over the same name, readKind and writeKind, whose
+// scripts answer in the engine's reply shapes and share the lock's
+// channel (a waitPlan without behind, as readers may all be granted at
+// once). The seam needs one addition for it: a kind method that maps an
+// owner to the hash field its holds count in (the writer's
+// "<owner>:write"; both kinds today use the owner itself), so that an
+// owner's read and write holds have separate ownerStates, each with its
+// own hold count and settling. The read kind's renew call renews the
+// owner's per-hold timeout keys with the hash; the watchdog
+// (internal/renewal) renews in batches with the reentrant renew script,
+// so it needs a read-hold variant before read holds can run in watchdog
+// mode. Nothing in attempt, wait or release changes.
 package core
 
 var unwrap func(any) (*Client, bool)
 
-// Register is called once, by package reentrant's init, with the function
-// that returns the engine behind a *reentrant.Client.
+// Register is called once, by package rlock's init, with the function
+// that returns the engine behind an *rlock.Client.
 func Register(f func(any) (*Client, bool)) { unwrap = f }
 
-// Of returns the engine behind v, a *reentrant.Client, and whether v was
-// one (a nil client is not).
+// Of returns the engine behind v, an *rlock.Client, and whether v was one
+// (a nil client is not).
 func Of(v any) (*Client, bool) {
 	if unwrap == nil {
 		return nil, false

@@ -19,18 +19,18 @@ type Grant struct {
 	// re-entered reports it, and its parent calls it instead of the
 	// member's own SetLease.
 	SetLease func(ctx context.Context, lease time.Duration) error
-	// Done is closed when the holding period the acquisition is part of
+	// Done is closed when the holding the acquisition is part of
 	// ends, by the last release or by loss; Err then returns nil for a
 	// release or the loss (and nil while the period lasts). A combinator
 	// watches these, never the handle's Done and Err, which follow the
-	// handle's latest holding period, maybe another owner's.
+	// handle's latest holding, maybe another owner's.
 	Done <-chan struct{}
 	Err  func() error
-	// Ctx is the same holding period as a context: cancelled when it
+	// Ctx is the same holding as a context: cancelled when it
 	// ends, with a cause wrapping ErrLockLost on loss and
 	// context.Canceled on release.
 	Ctx context.Context
-	// Until returns the time up to which the holding period is known to
+	// Until returns the time up to which the holding is known to
 	// last (see Lock.Until); the zero time once it ended.
 	Until func() time.Time
 }
@@ -48,4 +48,17 @@ func WithGrant(ctx context.Context, g *Grant) context.Context {
 func GrantFrom(ctx context.Context) *Grant {
 	g, _ := ctx.Value(grantKey{}).(*Grant)
 	return g
+}
+
+// reportGrant fills in the Grant ctx carries, if any, for a grant that
+// left o's owner with holds holds.
+func reportGrant(ctx context.Context, o *ownerState, holds int64) {
+	g := GrantFrom(ctx)
+	if g == nil {
+		return
+	}
+	hp := o.holding.Load()
+	g.Reentry = holds > 1 // the server's count: it held before this grant
+	g.Done, g.Err = hp.done(), hp.err
+	g.Ctx, g.Until = hp.ctx, hp.knownUntil
 }

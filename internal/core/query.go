@@ -9,7 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlock-go/rlock/internal/base"
-	"github.com/rlock-go/rlock/internal/lua"
 )
 
 // IsLocked reports whether any owner holds the lock.
@@ -70,27 +69,38 @@ func (l *Lock) Queue(ctx context.Context) ([]QueuedWaiter, time.Time, error) {
 	if err := base.CheckContext(ctx); err != nil {
 		return nil, time.Time{}, err
 	}
-	if l.cfg.Kind != Fair {
+	k, ok := l.kind.(lined)
+	if !ok {
 		return nil, time.Time{}, fmt.Errorf("%w: %q is not a fair lock", base.ErrInvalidArgument, l.name)
 	}
-	res, err := l.c.run(ctx, lua.FairQueue, l.keys[:3]).Slice()
+	res, err := l.c.runCall(ctx, k.line()).Slice()
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("rlock: reading the queue of %q: %w", l.name, err)
 	}
-	bad := fmt.Errorf("%w: queue script replied %v", base.ErrUnexpectedReply, res)
+	q, now, ok := parseQueue(res)
+	if !ok {
+		return nil, time.Time{}, fmt.Errorf("%w: queue script replied %v", base.ErrUnexpectedReply, res)
+	}
+	return q, now, nil
+}
+
+// parseQueue recognises the queue script's reply: the server's time (unix
+// ms), then an owner and its deadline (unix ms, negative for none) for
+// each waiter, first in line first.
+func parseQueue(res []any) ([]QueuedWaiter, time.Time, bool) {
 	if len(res)%2 != 1 {
-		return nil, time.Time{}, bad
+		return nil, time.Time{}, false
 	}
 	now, ok := res[0].(int64)
 	if !ok {
-		return nil, time.Time{}, bad
+		return nil, time.Time{}, false
 	}
 	out := make([]QueuedWaiter, 0, len(res)/2)
 	for i := 1; i < len(res); i += 2 {
 		owner, ok1 := res[i].(string)
 		ms, ok2 := res[i+1].(int64)
 		if !ok1 || !ok2 {
-			return nil, time.Time{}, bad
+			return nil, time.Time{}, false
 		}
 		w := QueuedWaiter{Owner: owner}
 		if ms >= 0 {
@@ -98,56 +108,52 @@ func (l *Lock) Queue(ctx context.Context) ([]QueuedWaiter, time.Time, error) {
 		}
 		out = append(out, w)
 	}
-	return out, time.UnixMilli(now), nil
+	return out, time.UnixMilli(now), true
 }
 
-// Done returns a channel closed when the holding period this handle last
+// Done returns a channel closed when the holding this handle last
 // took part in ends.
 func (l *Lock) Done() <-chan struct{} {
-	if ep := l.last.Load(); ep != nil {
-		return ep.done
+	if hp := l.last.Load(); hp != nil {
+		return hp.done()
 	}
 	return closedChan
 }
 
-// Ctx returns the holding period this handle last took part in as a
-// context, cancelled when it ends (see epoch.ctx); before the first
+// Ctx returns the holding this handle last took part in as a
+// context, cancelled when it ends (see holding.ctx); before the first
 // acquisition, a cancelled context.
 func (l *Lock) Ctx() context.Context {
-	if ep := l.last.Load(); ep != nil {
-		return ep.ctx
+	if hp := l.last.Load(); hp != nil {
+		return hp.ctx
 	}
 	return endedCtx
 }
 
-// Until returns the time up to which the holding period this handle last
+// Until returns the time up to which the holding this handle last
 // took part in is known to last; the zero time when it ended or before the
 // first acquisition.
 func (l *Lock) Until() time.Time {
-	if ep := l.last.Load(); ep != nil {
-		return ep.knownUntil()
+	if hp := l.last.Load(); hp != nil {
+		return hp.knownUntil()
 	}
 	return time.Time{}
 }
 
-// Err returns why the holding period this handle last took part in ended,
+// Err returns why the holding this handle last took part in ended,
 // or nil.
 func (l *Lock) Err() error {
-	if ep := l.last.Load(); ep != nil {
-		select {
-		case <-ep.done:
-			return ep.err
-		default:
-		}
+	if hp := l.last.Load(); hp != nil {
+		return hp.err()
 	}
 	return nil
 }
 
-// Token returns the fencing token of the holding period this handle last
+// Token returns the fencing token of the holding this handle last
 // took part in, 0 if none.
 func (l *Lock) Token() int64 {
-	if ep := l.last.Load(); ep != nil {
-		return ep.token
+	if hp := l.last.Load(); hp != nil {
+		return hp.token
 	}
 	return 0
 }

@@ -1,0 +1,218 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rlock-go/rlock/internal/base"
+	"github.com/rlock-go/rlock/internal/waiters"
+)
+
+// wait is a blocking Lock: it attempts, waits as the kind's waitPlan says
+// and attempts again until the owner holds the lock, an attempt fails for
+// good, ctx ends or the client closes. When the owner's last waiting call
+// returns without the lock, the owner leaves the line (see leave).
+func (l *Lock) wait(ctx context.Context, o *ownerState, lease time.Duration) (err error) {
+	o.waiting.Add(1)
+	defer func() {
+		if o.waiting.Add(-1) == 0 && err != nil {
+			l.leave(o)
+		}
+	}()
+	ws := &waitState{l: l, o: o, req: request{lease: lease, retrying: true}, plan: l.kind.waitPlan(o.key.field)}
+	ws.req.queue = ws.plan.queue
+	w, out, err := l.join(ctx, ws)
+	if w == nil {
+		return ws.done(err)
+	}
+	defer w.Leave()
+	return ws.done(l.waitAndRetry(ctx, w, ws, out))
+}
+
+// join makes the call a waiter on the plan's channel. A call that waits
+// behind the client's others joins before trying; any other attempts
+// first, and joins only if that leaves it waiting. A nil waiter means the
+// call is over: err nil, the owner holds the lock.
+func (l *Lock) join(ctx context.Context, ws *waitState) (*waiters.Waiter, outcome, error) {
+	if ws.plan.behind && !ws.o.held.Load() {
+		if w := l.c.hub.JoinBehind(ws.plan.channel); w != nil {
+			return w, outcome{kind: notTried}, nil
+		}
+	}
+	out, err := ws.retryable(l.attempt(ctx, ws.o, ws.req))
+	if err != nil || out.kind == acquired {
+		return nil, out, err
+	}
+	w, ok := l.c.hub.Join(ws.plan.channel)
+	if !ok {
+		return nil, out, base.ErrClosed
+	}
+	return w, out, nil
+}
+
+// waitAndRetry waits on w and attempts again until the owner holds the
+// lock, an attempt fails for good, ctx ends or the client closes. It
+// retries on a wake-up (the subscription confirmed, or a release message)
+// or when the wait the last outcome allows has passed, since pub/sub is
+// only a hint and expiry publishes nothing; and at least every plan.poll.
+func (l *Lock) waitAndRetry(ctx context.Context, w *waiters.Waiter, ws *waitState, out outcome) error {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		timer.Reset(min(out.wait(l.c.maxPoll), ws.plan.poll))
+		woken, err := l.sleep(ctx, w, timer, ws)
+		if err != nil {
+			return err
+		}
+		if out, err = l.retry(ctx, w, ws, woken); err != nil || out.kind == acquired {
+			return err
+		}
+	}
+}
+
+// sleep waits for a wake-up on w or for timer, and reports which came; or
+// returns the error that ends the call: ctx ended, or the client closed.
+func (l *Lock) sleep(ctx context.Context, w *waiters.Waiter, timer *time.Timer, ws *waitState) (woken bool, err error) {
+	select {
+	case <-w.C:
+		if hook := testHookWoken.Load(); hook != nil {
+			(*hook)(ctx)
+		}
+		return true, nil
+	case <-timer.C:
+		return false, nil
+	case <-ctx.Done():
+		return false, ws.ctxErr(ctx)
+	case <-l.c.closing:
+		return false, base.ErrClosed
+	}
+}
+
+// retry is a waiting call's next attempt. A wake-up whose attempt fails is
+// passed on to the channel's next waiter, so a failure never swallows a
+// release meant for someone.
+func (l *Lock) retry(ctx context.Context, w *waiters.Waiter, ws *waitState, woken bool) (outcome, error) {
+	out, err := l.attempt(ctx, ws.o, ws.req)
+	if woken && err != nil {
+		w.PassOn()
+	}
+	out, err = ws.retryable(out, err)
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return out, ws.ctxErr(ctx)
+	}
+	return out, err
+}
+
+// leave takes o's owner out of the line of a kind whose waiters stand in
+// one, in the background when it can: the caller is returning and must not
+// wait for Redis. It runs after any attempt still in flight (they share
+// o's semaphore), and does nothing when the owner holds the lock (a grant
+// already took it out of the line) or another call of the owner has
+// started waiting meanwhile. If it fails, the place is dropped anyway once
+// its deadline passes unrenewed.
+func (l *Lock) leave(o *ownerState) {
+	call, ok := l.kind.leave(o.key.field)
+	if !ok {
+		return
+	}
+	l.c.retain(o)
+	run := func() {
+		defer l.c.putOwner(o)
+		_ = o.acquire(context.Background())
+		defer o.release()
+		if o.count > 0 || o.waiting.Load() > 0 {
+			return
+		}
+		if err := l.c.runCall(context.Background(), call).Err(); err != nil {
+			l.c.logger().Warn("rlock: leaving the fair queue failed; the place lapses at its deadline",
+				"lock", l.name, "owner", o.key.field, "err", err)
+		}
+	}
+	if !l.c.goBackground(run) {
+		run()
+	}
+}
+
+// Pauses of a waiting Lock before it tries again after a failure it
+// outlives: an acquisition undone because no replica acknowledged it, and
+// transient Redis errors (doubling from the first to the most).
+const (
+	notReplicatedPause = 100 * time.Millisecond
+	transientPause     = 10 * time.Millisecond
+	transientPauseMax  = time.Second
+)
+
+// waitState is one waiting Lock call: what it asks, how it waits, the last
+// transient error (reported with ctx's error if ctx ends before a grant),
+// and how many came in a row.
+type waitState struct {
+	l     *Lock
+	o     *ownerState
+	req   request
+	plan  waitPlan
+	last  error
+	fails int
+}
+
+// retryable turns the failures a waiting Lock outlives into a pause before
+// the next attempt: an acquisition undone for lack of replica
+// acknowledgement, and a transient Redis error (a timeout, a broken
+// connection, a failover under way). Any other error is returned.
+func (ws *waitState) retryable(out outcome, err error) (outcome, error) {
+	l := ws.l
+	switch {
+	case err == nil:
+		ws.fails = 0
+		return out, nil
+	case errors.Is(err, base.ErrNotReplicated):
+		l.c.logger().Warn("rlock: acquisition undone, no replica acknowledged it; trying again", "lock", l.name, "err", err)
+		return pausedFor(notReplicatedPause), nil
+	case transient(err):
+		ws.last = err
+		pause := min(transientPause<<min(ws.fails, 10), transientPauseMax)
+		ws.fails++
+		l.c.logger().Debug("rlock: attempt failed; trying again", "lock", l.name, "err", err, "pause", pause)
+		return pausedFor(pause), nil
+	}
+	return out, err
+}
+
+// done ends a blocking Lock call with err: when the call gives up after
+// an attempt whose reply was lost (which it would have sent again), a hold
+// that attempt may have taken is given back, in the background.
+func (ws *waitState) done(err error) error {
+	if err != nil && unknownOutcome(ws.last) {
+		ws.l.settleSoon(ws.o)
+	}
+	return err
+}
+
+// ctxErr is ctx's error, with the last transient error if there was one.
+func (ws *waitState) ctxErr(ctx context.Context) error {
+	if ws.last != nil {
+		return fmt.Errorf("rlock: waiting for %q: %w (last error: %w)", ws.l.name, ctx.Err(), ws.last)
+	}
+	return ws.l.ctxErr(ctx)
+}
+
+// transient reports whether err is a failure to reach Redis, or a reply
+// that says to try again later, rather than a final answer.
+func transient(err error) bool {
+	for _, final := range []error{base.ErrClosed, base.ErrInvalidArgument, base.ErrLockLost,
+		base.ErrUnexpectedReply, base.ErrNotHeld, base.ErrNotObtained, context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, final) {
+			return false
+		}
+	}
+	// No reply at all is a timeout, a broken or refused connection.
+	return !isReply(err) || isReply(err, "LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "BUSY", "NOREPLICAS", "MOVED", "ASK")
+}
+
+// unknownOutcome reports whether a script call that failed with err may
+// have run on the server: no reply was read (a reply that is an error
+// means the script did not complete its writes... or made none).
+func unknownOutcome(err error) bool {
+	return err != nil && !isReply(err)
+}
