@@ -19,13 +19,6 @@ type Grant struct {
 	// re-entered reports it, and its parent calls it instead of the
 	// member's own SetLease.
 	SetLease func(ctx context.Context, lease time.Duration) error
-	// Done is closed when the holding the acquisition is part of
-	// ends, by the last release or by loss; Err then returns nil for a
-	// release or the loss (and nil while the period lasts). A combinator
-	// watches these, never the handle's Done and Err, which follow the
-	// handle's latest holding, maybe another owner's.
-	Done <-chan struct{}
-	Err  func() error
 	// Ctx is the same holding as a context: cancelled when it
 	// ends, with a cause wrapping ErrLockLost on loss and
 	// context.Canceled on release.
@@ -59,6 +52,5 @@ func reportGrant(ctx context.Context, o *ownerState, holds int64) {
 	}
 	hp := o.holding.Load()
 	g.Reentry = holds > 1 // the server's count: it held before this grant
-	g.Done, g.Err = hp.done(), hp.err
 	g.Ctx, g.Until = hp.ctx, hp.knownUntil
 }
