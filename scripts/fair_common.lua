@@ -1,4 +1,5 @@
--- Prelude of every fair-lock script (prepended to each when it is loaded).
+-- Prelude of every fair-lock script (prepended to each when it is loaded,
+-- after clock.lua).
 -- KEYS[1]  the lock hash (Redisson RLock layout)
 -- KEYS[2]  the queue: a list of waiting owner fields, head first
 -- KEYS[3]  the deadlines: a sorted set, owner field -> epoch ms until which
@@ -7,12 +8,7 @@
 -- A live waiter renews its deadline every time it polls (at least every
 -- third of the queue timeout), so a deadline in the past means a dead
 -- waiter: it is pruned when it reaches the head. Times are the server's
--- (TIME), so client clocks do not matter.
-
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+-- (now_ms of the prelude clock.lua, prepended before this one).
 
 -- prune removes dead waiters (deadline passed, or none) from the head of
 -- the queue. It returns the live head, or false when the queue is empty,

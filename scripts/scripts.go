@@ -10,7 +10,10 @@
 // preludes prepended when a script is built: holds.lua (hold counts,
 // re-sent commands, fencing tokens, holder checks) for every acquire,
 // release and force-unlock script,
-// fair_common.lua (queue pruning, wake-ups) for the fair-lock scripts.
+// clock.lua (the server's time) for the fair-lock and read-write-lock scripts,
+// fair_common.lua (queue pruning, wake-ups) for the fair-lock scripts,
+// rw_common.lua (read-write layout, timeout keys, waiting writers) for the
+// read-write-lock scripts and renew.lua.
 package scripts
 
 import (

@@ -20,10 +20,19 @@ func src(name string) string {
 
 var (
 	holdsSrc      = src("holds")
+	clockSrc      = src("clock")
 	fairCommonSrc = src("fair_common")
+	rwCommonSrc   = src("rw_common")
 )
 
 func withHolds(name string) string { return holdsSrc + "\n" + src(name) }
+
+// rw builds a read-write-lock script (and renew.lua, which serves that
+// kind too): the preludes holds.lua, clock.lua and rw_common.lua, then the
+// script itself.
+func rw(name string) *redis.Script {
+	return redis.NewScript(holdsSrc + "\n" + clockSrc + "\n" + rwCommonSrc + "\n" + src(name))
+}
 
 var (
 	// Lock acquires one hold of a reentrant lock (see lock.lua).
@@ -33,8 +42,9 @@ var (
 	// ForceUnlock deletes a lock whoever holds it (see force_unlock.lua).
 	ForceUnlock = redis.NewScript(withHolds("force_unlock"))
 	// Renew renews a batch of leases for the watchdog (see renew.lua). It
-	// serves both lock kinds: a fair lock's hash is a reentrant lock's.
-	Renew = redis.NewScript(src("renew"))
+	// serves every lock kind: a fair lock's hash is a reentrant lock's, and
+	// a read-write lock's hash is told apart by its "mode" field.
+	Renew = rw("renew")
 
 	// FairLock acquires one hold of a fair lock or queues for it (see
 	// fair_lock.lua).
@@ -49,12 +59,32 @@ var (
 	FairLeave = fair(src("fair_leave"))
 	// FairQueue reads a fair lock's queue (see fair_queue.lua).
 	FairQueue = fair(src("fair_queue"))
+
+	// RWReadLock acquires one read hold of a read-write lock (see
+	// rw_read_lock.lua).
+	RWReadLock = rw("rw_read_lock")
+	// RWWriteLock acquires one write hold of a read-write lock, or
+	// registers a waiting writer (see rw_write_lock.lua).
+	RWWriteLock = rw("rw_write_lock")
+	// RWUnlockRead releases one read hold (see rw_unlock_read.lua).
+	RWUnlockRead = rw("rw_unlock_read")
+	// RWUnlockWrite releases one write hold (see rw_unlock_write.lua).
+	RWUnlockWrite = rw("rw_unlock_write")
+	// RWForceUnlock deletes a read-write lock whoever holds it (see
+	// rw_force_unlock.lua).
+	RWForceUnlock = rw("rw_force_unlock")
+	// RWLeave takes a waiting writer out of the writer-wait set (see
+	// rw_leave.lua).
+	RWLeave = rw("rw_leave")
 )
 
-func fair(src string) *redis.Script { return redis.NewScript(fairCommonSrc + "\n" + src) }
+func fair(src string) *redis.Script {
+	return redis.NewScript(clockSrc + "\n" + fairCommonSrc + "\n" + src)
+}
 
 // All lists every script, for preloading (SCRIPT LOAD) on each server.
 func All() []*redis.Script {
 	return []*redis.Script{Lock, Unlock, ForceUnlock, Renew,
-		FairLock, FairUnlock, FairForceUnlock, FairLeave, FairQueue}
+		FairLock, FairUnlock, FairForceUnlock, FairLeave, FairQueue,
+		RWReadLock, RWWriteLock, RWUnlockRead, RWUnlockWrite, RWForceUnlock, RWLeave}
 }

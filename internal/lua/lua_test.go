@@ -12,7 +12,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(redistest.StopSharedAfter(m))
 }
 
 // Every script compiles on both servers and is addressed by its SHA1.

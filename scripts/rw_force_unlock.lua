@@ -1,0 +1,43 @@
+-- Delete a read-write lock whoever holds it, and wake its waiters. Uses the
+-- preludes holds.lua, clock.lua and rw_common.lua.
+-- KEYS[1]  the lock hash
+-- KEYS[2]  the lock's channel, redisson_rwlock:{name}
+-- KEYS[3]  the latch key of this request (same hash slot)
+-- ARGV[1]  the message to publish ("1": wake all)
+-- ARGV[2]  latch lifetime in milliseconds
+-- ARGV[3]  "read" or "write" to delete the lock only in that mode (as
+--          Redisson's read and write locks' forceUnlock), "" for any mode
+-- ARGV[4]  optional: the holders the caller expects, as their fields
+--          sorted and joined with newlines (see force_unlock.lua)
+-- Reply:   1 if the lock was deleted, 0 if there was none, -1 if it is held
+--          in the other mode or by others than ARGV[4] (nothing changed).
+--
+-- The readers' timeout keys go with the hash. Waiting writers stay
+-- registered: they still wait. The outcome is recorded in the latch and a
+-- re-sent request answers from it (see force_unlock.lua).
+local hash = KEYS[1]
+local done = redis.call('GET', KEYS[3])
+if done then
+  return tonumber(done)
+end
+local outcome = 0
+if redis.call('EXISTS', hash) == 1 then
+  outcome = -1
+  local mode = redis.call('HGET', hash, 'mode')
+  if (ARGV[3] == '' or ARGV[3] == mode) and (not ARGV[4] or holders_are(hash, ARGV[4])) then
+    local all = redis.call('HGETALL', hash)
+    for i = 1, #all, 2 do
+      if all[i] ~= 'mode' and not is_writer(all[i]) then
+        for n = 1, tonumber(all[i + 1]) or 0 do
+          redis.call('DEL', timeout_key(hash, all[i], n))
+        end
+      end
+    end
+    outcome = redis.call('DEL', hash)
+  end
+end
+if outcome == 1 then
+  redis.call('PUBLISH', KEYS[2], ARGV[1])
+end
+redis.call('SET', KEYS[3], outcome, 'PX', ARGV[2])
+return outcome

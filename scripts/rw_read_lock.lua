@@ -1,0 +1,62 @@
+-- Acquire one read hold of a read-write lock. Uses the preludes holds.lua,
+-- clock.lua and rw_common.lua (layout there).
+-- KEYS[1]  the lock hash
+-- KEYS[2]  the writer-wait set, redisson_rwlock_writer_wait:{name}
+-- ARGV[1]  lease in milliseconds (of this hold's timeout key)
+-- ARGV[2]  the reader's field "<clientID>:<ownerID>"
+-- ARGV[3]  the reader's hold count as the client last saw it (0 if none)
+-- ARGV[4]  the same owner's writer field (ARGV[2] .. ":write")
+-- Reply:   {1, holds, 0}  acquired; holds = the reader's hold count now
+--                         (read holds carry no fencing token: 0)
+--          {0, wait}      not acquired; wait = ms after which to try again
+--                         at the latest: the hash's PTTL when a writer holds
+--                         the lock (-1: no expiry), or the ms until the
+--                         first waiting writer's entry runs out when
+--                         waiting writers keep new readers out
+--          {-1, 0}        the reader's holds are gone (ARGV[3] > 0 but
+--                         none left): lost, never passed off as a re-entry
+--
+-- Who gets in: a re-entering reader always (it may be inside its critical
+-- section: refusing it could deadlock); the lock's writer (a downgrade:
+-- read while writing, then release the write); a new reader when no writer
+-- holds the lock and no writer waits. A re-sent grant is recognised by the
+-- hold count (holds.lua) and creates its timeout key once.
+local hash, field, sent = KEYS[1], ARGV[2], tonumber(ARGV[3])
+
+local held = holds_of(hash, field)
+if held > 0 and read_ttl(hash, field, held) == 0 then
+  redis.call('HDEL', hash, field) -- every hold ran out
+  held = 0
+end
+if held > 0 then
+  local holds = reenter(hash, field, held, ARGV[3], ARGV[1])
+  redis.call('SET', timeout_key(hash, field, holds), 1, 'PX', ARGV[1])
+  return {1, holds, 0}
+end
+if sent > 0 then
+  return {-1, 0}
+end
+
+local mode = redis.call('HGET', hash, 'mode')
+if mode == 'write' then
+  if redis.call('HEXISTS', hash, ARGV[4]) == 0 then
+    return {0, redis.call('PTTL', hash)}
+  end
+elseif mode == 'read' or redis.call('EXISTS', hash) == 0 then
+  local writers, first = waiting_writers(KEYS[2], now_ms())
+  if writers > 0 then
+    return {0, first}
+  end
+else
+  return {0, redis.call('PTTL', hash)} -- another kind of lock by this name
+end
+
+if mode then
+  redis.call('HSET', hash, field, 1)
+  extend(hash, ARGV[1])
+else
+  redis.call('HSET', hash, 'mode', 'read')
+  grant(hash, field, ARGV[1])
+end
+redis.call('SET', timeout_key(hash, field, 1), 1, 'PX', ARGV[1])
+return {1, 1, 0}

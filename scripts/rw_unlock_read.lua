@@ -1,0 +1,58 @@
+-- Release one read hold of a read-write lock. Uses the preludes holds.lua,
+-- clock.lua and rw_common.lua.
+-- KEYS[1]  the lock hash
+-- KEYS[2]  the lock's channel, redisson_rwlock:{name}
+-- KEYS[3]  the latch key of this request (same hash slot)
+-- ARGV[1]  lease in milliseconds (the hash keeps at least this while holds remain)
+-- ARGV[2]  the reader's field "<clientID>:<ownerID>"
+-- ARGV[3]  the reader's hold count as the client last saw it
+-- ARGV[4]  the message published when the last holder leaves ("0")
+-- ARGV[5]  latch lifetime in milliseconds
+-- Reply:   {1, 0}      released: that was the reader's last hold
+--          {0, holds}  the reader still holds, with holds left
+--          {-1, 0}     not held by this reader (never, or its holds ran
+--                      out); nothing changed but the pruning of its field
+--
+-- Releasing hold n deletes its timeout key n (the client's count is the
+-- index of its newest hold). Wake-ups: only the release that leaves the
+-- lock with no holder at all publishes (a writer can now take it); while
+-- other readers remain, or while the reader's own write hold remains (a
+-- downgrade in progress), nobody could get in, so nobody is woken. When
+-- readers remain, the hash's TTL becomes the longest of their leases, as
+-- Redisson does. Replays: see unlock.lua.
+local hash, field = KEYS[1], ARGV[2]
+
+-- last_left ends the lock when no live holder remains, else fits the
+-- hash's TTL to the remaining readers (read mode only: in write mode the
+-- TTL is the writer's lease). It reports whether the lock ended.
+local function last_left()
+  local holders, longest = prune_readers(hash)
+  if holders == 0 then
+    redis.call('DEL', hash)
+    redis.call('PUBLISH', KEYS[2], ARGV[4])
+    return true
+  end
+  if redis.call('HGET', hash, 'mode') == 'read' then
+    set_ttl(hash, longest)
+  end
+  return false
+end
+
+local held = holds_of(hash, field)
+if held > 0 and read_ttl(hash, field, held) == 0 then
+  redis.call('HDEL', hash, field) -- every hold ran out: not held
+  last_left()
+  return {-1, 0}
+end
+local reply = release(hash, field, ARGV[3], ARGV[1], KEYS[3])
+if reply then
+  if reply[1] == 0 then
+    redis.call('DEL', timeout_key(hash, field, ARGV[3]))
+  end
+  return reply
+end
+redis.call('HDEL', hash, field)
+redis.call('DEL', timeout_key(hash, field, 1))
+last_left()
+redis.call('SET', KEYS[3], '1', 'PX', ARGV[5])
+return {1, 0}

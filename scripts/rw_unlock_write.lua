@@ -1,0 +1,36 @@
+-- Release one write hold of a read-write lock. Uses the preludes holds.lua,
+-- clock.lua and rw_common.lua.
+-- KEYS[1]  the lock hash
+-- KEYS[2]  the lock's channel, redisson_rwlock:{name}
+-- KEYS[3]  the latch key of this request (same hash slot)
+-- ARGV[1]  lease in milliseconds, kept at least while holds remain
+-- ARGV[2]  the writer's field "<clientID>:<ownerID>:write"
+-- ARGV[3]  the writer's hold count as the client last saw it
+-- ARGV[4]  the message published on the last write release ("1": wake all)
+-- ARGV[5]  latch lifetime in milliseconds
+-- Reply:   as unlock.lua: {1, 0} released, {0, holds} still held,
+--          {-1, 0} not held by this writer (nothing changed)
+--
+-- The last write release ends write mode: the lock is deleted, or, when
+-- the owner still holds read holds (a downgrade), it becomes a read lock
+-- whose TTL is those holds' longest lease. Either way readers can now get
+-- in, so the release wakes every waiter (readers, and writers, which
+-- learn the new state or register as waiting writers). Replays: see
+-- unlock.lua.
+local hash, field = KEYS[1], ARGV[2]
+
+local reply = release(hash, field, ARGV[3], ARGV[1], KEYS[3])
+if reply then
+  return reply
+end
+redis.call('HDEL', hash, field)
+local holders, longest = prune_readers(hash)
+if holders == 0 then
+  redis.call('DEL', hash)
+else
+  redis.call('HSET', hash, 'mode', 'read')
+  set_ttl(hash, longest)
+end
+redis.call('PUBLISH', KEYS[2], ARGV[4])
+redis.call('SET', KEYS[3], '1', 'PX', ARGV[5])
+return {1, 0}
