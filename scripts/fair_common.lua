@@ -34,7 +34,8 @@ local function prune(now)
   end
 end
 
--- wake publishes msg on the channel of waiter head, if there is one.
+-- wake publishes msg on the channel of waiter head, if there is one, the
+-- ways how names (see notify in publish.lua).
 --
 -- Who is woken, and why that is enough: the owner first in line is the
 -- only one that can be granted, and the scripts wake it (1) whenever it
@@ -44,8 +45,8 @@ end
 -- lock is free and it is granted, or it learnt the lock's TTL and is woken
 -- by a release or retries when the lease runs out. Waiters further back
 -- need not poll at all until they become head.
-local function wake(prefix, head, msg)
+local function wake(prefix, head, msg, how)
   if head then
-    redis.call('PUBLISH', prefix .. ':' .. head, msg)
+    notify(prefix .. ':' .. head, msg, how)
   end
 end

@@ -12,6 +12,7 @@
 --             cannot be taken now; "0" for a one-shot try that never queues
 -- ARGV[7]     the lock's channel; waiter w listens on ARGV[7] .. ':' .. w
 -- ARGV[8]     the message that wakes a waiter
+-- ARGV[9]     how to publish: 'c', 's' or 'cs' (see publish.lua)
 -- Reply:      {1, holds, token}  acquired (as lock.lua)
 --             {-1, 0}            the owner's holds are gone (as lock.lua)
 --             {0, wait}          not acquired; wait = the lock's PTTL when it
@@ -29,7 +30,7 @@
 local now = now_ms()
 local head, pruned = prune(now)
 if pruned and head ~= ARGV[2] then
-  wake(ARGV[7], head, ARGV[8])
+  wake(ARGV[7], head, ARGV[8], ARGV[9])
 end
 local held = holds_of(KEYS[1], ARGV[2])
 if held == 0 and tonumber(ARGV[3]) > 0 then
@@ -44,7 +45,7 @@ if free and (not head or head == ARGV[2]) then
   redis.call('ZREM', KEYS[3], ARGV[2])
   if head then
     redis.call('LPOP', KEYS[2])
-    wake(ARGV[7], prune(now), ARGV[8])
+    wake(ARGV[7], prune(now), ARGV[8], ARGV[9])
   end
   grant(KEYS[1], ARGV[2], ARGV[1])
   return {1, 1, fencing_token(KEYS[4], ARGV[4], true)}

@@ -8,6 +8,7 @@
 -- ARGV[4]     the message to publish on the last release
 -- ARGV[5]     latch lifetime in milliseconds
 -- ARGV[6]     the lock's channel; waiter w listens on ARGV[6] .. ':' .. w
+-- ARGV[7]     how to publish: 'c', 's' or 'cs' (see publish.lua)
 -- Reply:      as unlock.lua: {1, 0} released, {0, holds} still held,
 --             {-1, 0} not held by this owner (nothing changed)
 local reply = release(KEYS[1], ARGV[2], ARGV[3], ARGV[1], KEYS[4])
@@ -15,6 +16,6 @@ if reply then
   return reply
 end
 redis.call('DEL', KEYS[1])
-wake(ARGV[6], prune(now_ms()), ARGV[4])
+wake(ARGV[6], prune(now_ms()), ARGV[4], ARGV[7])
 redis.call('SET', KEYS[4], '1', 'PX', ARGV[5])
 return {1, 0}

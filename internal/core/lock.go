@@ -250,7 +250,7 @@ func (l *Lock) leave(h *hold) {
 			return
 		}
 		err := l.c.run(context.Background(), lua.FairLeave, l.keys[:3],
-			h.key.field, base.UnlockMessage, l.channel).Err()
+			h.key.field, base.UnlockMessage, l.channel, l.c.publishArg(context.Background())).Err()
 		if err != nil {
 			l.c.logger().Warn("rlock: leaving the fair queue failed; the place lapses at its deadline",
 				"lock", l.name, "owner", h.key.field, "err", err)

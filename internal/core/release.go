@@ -182,10 +182,10 @@ func (l *Lock) runRelease(ctx context.Context, h *hold, lease time.Duration) ([]
 	var cmd *redis.Cmd
 	if l.cfg.Kind == Fair {
 		cmd = l.c.run(context.WithoutCancel(ctx), lua.FairUnlock, keys,
-			lease.Milliseconds(), h.key.field, h.count, base.UnlockMessage, l.c.replay.Milliseconds(), l.channel)
+			lease.Milliseconds(), h.key.field, h.count, base.UnlockMessage, l.c.replay.Milliseconds(), l.channel, l.c.publishArg(ctx))
 	} else {
 		cmd = l.c.run(context.WithoutCancel(ctx), lua.Unlock, keys,
-			lease.Milliseconds(), h.key.field, h.count, base.UnlockMessage, l.c.replay.Milliseconds())
+			lease.Milliseconds(), h.key.field, h.count, base.UnlockMessage, l.c.replay.Milliseconds(), l.c.publishArg(ctx))
 	}
 	res, err := cmd.Int64Slice()
 	if err == nil && (len(res) != 2 || res[0] < -1 || res[0] > 1) {
@@ -308,6 +308,7 @@ func (l *Lock) forceUnlock(ctx context.Context, expect ...any) (int64, error) {
 	if l.cfg.Kind == Fair {
 		script, args = lua.FairForceUnlock, append(args, l.channel)
 	}
+	args = append(args, l.c.publishArg(ctx))
 	n, err := l.c.run(context.WithoutCancel(ctx), script, l.releaseKeys(), append(args, expect...)...).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("rlock: force-unlocking %q: %w", l.name, err)

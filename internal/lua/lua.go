@@ -20,18 +20,22 @@ func src(name string) string {
 
 var (
 	holdsSrc      = src("holds")
+	publishSrc    = src("publish")
 	fairCommonSrc = src("fair_common")
 )
 
 func withHolds(name string) string { return holdsSrc + "\n" + src(name) }
 
+// withPublish prepends publish.lua, for scripts that wake waiters.
+func withPublish(s string) string { return publishSrc + "\n" + s }
+
 var (
 	// Lock acquires one hold of a reentrant lock (see lock.lua).
 	Lock = redis.NewScript(withHolds("lock"))
 	// Unlock releases one hold of a reentrant lock (see unlock.lua).
-	Unlock = redis.NewScript(withHolds("unlock"))
+	Unlock = redis.NewScript(withPublish(withHolds("unlock")))
 	// ForceUnlock deletes a lock whoever holds it (see force_unlock.lua).
-	ForceUnlock = redis.NewScript(withHolds("force_unlock"))
+	ForceUnlock = redis.NewScript(withPublish(withHolds("force_unlock")))
 	// Renew renews a batch of leases for the watchdog (see renew.lua). It
 	// serves both lock kinds: a fair lock's hash is a reentrant lock's.
 	Renew = redis.NewScript(src("renew"))
@@ -51,7 +55,7 @@ var (
 	FairQueue = fair(src("fair_queue"))
 )
 
-func fair(src string) *redis.Script { return redis.NewScript(fairCommonSrc + "\n" + src) }
+func fair(src string) *redis.Script { return redis.NewScript(withPublish(fairCommonSrc + "\n" + src)) }
 
 // All lists every script, for preloading (SCRIPT LOAD) on each server.
 func All() []*redis.Script {

@@ -15,7 +15,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(redistest.StopSharedAfter(m))
 }
 
 func signalled(w *waiters.Waiter) bool {
@@ -40,7 +40,7 @@ func TestHub(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		rdb := b.NewClient(t)
-		h := waiters.New(rdb)
+		h := newHub(t, rdb)
 		defer h.Close()
 		ch := redistest.Name(t)
 		require.Nil(t, h.JoinBehind(ch), "nobody waits yet")
@@ -100,7 +100,7 @@ func TestRingOpensOneConnectionPerChannel(t *testing.T) {
 		ctx := context.Background()
 		ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": b.Addr}})
 		defer ring.Close()
-		h := waiters.New(ring)
+		h := newHub(t, ring)
 		defer h.Close()
 		base := redistest.Name(t)
 		w1, ok := h.Join(base + ":1")
@@ -123,7 +123,7 @@ func TestRingOpensOneConnectionPerChannel(t *testing.T) {
 // confirmed for the new waiter, and nothing is left subscribed after.
 func TestRejoinBeforeConfirmation(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-		h := waiters.New(b.NewClient(t))
+		h := newHub(t, b.NewClient(t))
 		defer h.Close()
 		for i := range 50 {
 			ch := redistest.Name(t) + ":" + strconv.Itoa(i)
@@ -147,7 +147,7 @@ func TestLingerKeepsSubscription(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		rdb := b.NewClient(t)
-		h := waiters.New(rdb)
+		h := newHub(t, rdb)
 		defer h.Close()
 		ch := redistest.Name(t)
 		w, ok := h.Join(ch)
@@ -176,4 +176,12 @@ func TestLingerKeepsSubscription(t *testing.T) {
 		w.Leave()
 		require.Eventually(t, func() bool { return h.Stats() == waiters.Stats{Connections: 1} }, 5*time.Second, time.Millisecond)
 	})
+}
+
+// newHub returns a hub on rdb in the default (Auto) mode.
+func newHub(t testing.TB, rdb waiters.Subscriber) *waiters.Hub {
+	t.Helper()
+	h, err := waiters.New(rdb, waiters.Auto)
+	require.NoError(t, err)
+	return h
 }
