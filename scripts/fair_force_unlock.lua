@@ -1,6 +1,6 @@
 -- Delete a fair lock whoever holds it, and wake the head waiter. Uses the
--- preludes holds.lua and fair_common.lua.
--- KEYS[1..3]  the lock hash, queue and deadlines (see fair_common.lua)
+-- preludes holds.lua, publish.lua and fair_common.lua.
+-- KEYS[1..3]  the lock hash, queue and scores (see fair_common.lua)
 -- KEYS[4]     the latch key of this request (same hash slot)
 -- ARGV[1]     the message to publish
 -- ARGV[2]     latch lifetime in milliseconds
@@ -26,7 +26,7 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   end
 end
 if outcome == 1 then
-  wake(ARGV[3], prune(now_ms()), ARGV[1], ARGV[4])
+  wake(ARGV[3], prune(now_ms(), ARGV[3], ARGV[1], ARGV[4]), ARGV[1], ARGV[4])
 end
 redis.call('SET', KEYS[4], outcome, 'PX', ARGV[2])
 return outcome

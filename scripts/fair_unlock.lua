@@ -1,6 +1,7 @@
 -- Release one hold of a fair lock; the last release wakes the head waiter
--- only, on its own channel. Uses the preludes holds.lua and fair_common.lua.
--- KEYS[1..3]  the lock hash, queue and deadlines (see fair_common.lua)
+-- only, on its own channel. Uses the preludes holds.lua, publish.lua and
+-- fair_common.lua.
+-- KEYS[1..3]  the lock hash, queue and scores (see fair_common.lua)
 -- KEYS[4]     the latch key of this request (same hash slot)
 -- ARGV[1]     lease in milliseconds, restored while holds remain
 -- ARGV[2]     owner field
@@ -16,6 +17,6 @@ if reply then
   return reply
 end
 redis.call('DEL', KEYS[1])
-wake(ARGV[6], prune(now_ms()), ARGV[4], ARGV[7])
+wake(ARGV[6], prune(now_ms(), ARGV[6], ARGV[4], ARGV[7]), ARGV[4], ARGV[7])
 redis.call('SET', KEYS[4], '1', 'PX', ARGV[5])
 return {1, 0}

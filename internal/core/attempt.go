@@ -144,7 +144,7 @@ func (l *Lock) runAcquire(ctx context.Context, h *hold, lease time.Duration, joi
 	script, args := lua.Lock, []any{lease.Milliseconds(), h.key.field, h.count, boolArg(l.cfg.Fencing)}
 	if l.cfg.Kind == Fair {
 		script = lua.FairLock
-		args = append(args, l.cfg.QueueTimeout.Milliseconds(), boolArg(join), l.channel, base.UnlockMessage, l.c.publishArg(ctx))
+		args = append(args, l.cfg.QueueTimeout.Milliseconds(), boolArg(join), l.channel, base.UnlockMessage, l.c.publishArg(ctx), l.cfg.ThreadWait.Milliseconds())
 	}
 	cmd, sync, syncErr := l.c.runAcquire(context.WithoutCancel(ctx), script, l.keys, args...)
 	res, err := cmd.Int64Slice()

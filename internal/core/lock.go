@@ -27,12 +27,19 @@ const (
 // without renewing it, unless configured otherwise.
 const DefaultQueueTimeout = 30 * time.Second
 
+// DefaultThreadWait is a fair lock's thread wait time unless configured
+// otherwise: Redisson's default fairLockWaitTimeout, 5 min.
+const DefaultThreadWait = 5 * time.Minute
+
 // LockConfig configures a lock handle. The public packages validate it.
 type LockConfig struct {
 	Kind         Kind
 	Lease        time.Duration // base.WatchdogMode or positive
 	QueueTimeout time.Duration // fair only; 0: DefaultQueueTimeout
-	Fencing      bool          // issue fencing tokens
+	// ThreadWait is the fair queue's thread wait time (Redisson's
+	// fairLockWaitTimeout; see fair_common.lua); 0: DefaultThreadWait.
+	ThreadWait time.Duration
+	Fencing    bool // issue fencing tokens
 }
 
 // Lock is the engine behind a reentrant or fair lock handle.
@@ -57,6 +64,9 @@ func (c *Client) NewLock(name string, cfg LockConfig) (*Lock, error) {
 	}
 	if cfg.QueueTimeout == 0 {
 		cfg.QueueTimeout = DefaultQueueTimeout
+	}
+	if cfg.ThreadWait == 0 {
+		cfg.ThreadWait = DefaultThreadWait
 	}
 	l := &Lock{
 		c:       c,
@@ -250,7 +260,7 @@ func (l *Lock) leave(h *hold) {
 			return
 		}
 		err := l.c.run(context.Background(), lua.FairLeave, l.keys[:3],
-			h.key.field, base.UnlockMessage, l.channel, l.c.publishArg(context.Background())).Err()
+			h.key.field, base.UnlockMessage, l.channel, l.c.publishArg(context.Background()), l.cfg.ThreadWait.Milliseconds()).Err()
 		if err != nil {
 			l.c.logger().Warn("rlock: leaving the fair queue failed; the place lapses at its deadline",
 				"lock", l.name, "owner", h.key.field, "err", err)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -48,7 +49,14 @@ type Redisson struct {
 	ThreadWaitTime time.Duration
 	// LatchTTL is how long an unlock's latch lives. Default 16 s.
 	LatchTTL time.Duration
+
+	waits atomic.Int64
 }
+
+// Waits returns how many times a blocked call of this client has started
+// to wait (for a message or its TTL) after a failed attempt: a test knows
+// a waiter is asleep once this grows.
+func (r *Redisson) Waits() int64 { return r.waits.Load() }
 
 // NewRedisson returns a Redisson double on rdb with a random client ID.
 func NewRedisson(rdb redis.UniversalClient, sharded bool) *Redisson {
@@ -194,6 +202,7 @@ func (l *RLock) TryLock(ctx context.Context, wait, lease time.Duration) (bool, e
 			d = min(d, left)
 		}
 		t := time.NewTimer(d)
+		l.r.waits.Add(1)
 		select {
 		case <-msgs:
 		case <-t.C:
