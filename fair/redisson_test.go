@@ -221,3 +221,59 @@ func TestPrunedRedissonWaiterIsTold(t *testing.T) {
 		require.NoError(t, r.Unlock(ctx))
 	})
 }
+
+// TestClusterRedissonFairWakeUps: on the 3+3 cluster, fair-lock wake-ups
+// cross between a Redisson client in either publish mode and an rlock
+// client in the default mode, on names in every master's slots: a
+// Redisson release wakes the rlock head waiter on its own channel, and an
+// rlock release or force unlock wakes the Redisson head waiter. Leases,
+// queue polls and max-poll are an hour: only a wake-up hands over in time.
+func TestClusterRedissonFairWakeUps(t *testing.T) {
+	cl := redistest.SharedCluster(t)
+	for _, sharded := range []bool{true, false} {
+		t.Run(map[bool]string{true: "sharded", false: "classic"}[sharded], func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			rs := redistest.NewRedisson(cl.NewClient(t), sharded)
+			rc := clientOn(t, cl.NewClient(t), rlock.WithMaxPoll(time.Hour))
+			rdb := cl.NewClient(t)
+			base := redistest.Name(t)
+			thread := int64(0)
+			for _, m := range cl.Masters(t) {
+				for _, r := range cl.SlotRanges(t, m) {
+					name := redistest.KeyInSlot(base, r[0])
+					thread++
+					rl := rs.FairLock(name, thread)
+					l := newLock(t, rc, name, fair.WithLease(time.Hour), fair.WithQueueTimeout(time.Hour))
+					// Redisson holds, rlock waits.
+					require.NoError(t, rl.Lock(ctx, time.Hour))
+					got := lockAsync(ctx, l)
+					waitLen(t, rdb, name, 1)
+					require.Eventually(t, func() bool { return rc.Waiters().Waiters == 1 }, 10*time.Second, time.Millisecond)
+					require.NoError(t, rl.Unlock(ctx))
+					require.NoError(t, <-got, "%s: rlock woken by Redisson", name)
+					// rlock holds, Redisson waits; first a release, then a
+					// force unlock.
+					for _, force := range []bool{false, true} {
+						before := rs.Waits()
+						rgot := make(chan error, 1)
+						go func() { rgot <- rl.Lock(ctx, time.Hour) }()
+						require.Eventually(t, func() bool { return rs.Waits() > before }, 10*time.Second, time.Millisecond)
+						if force {
+							_, err := l.ForceUnlock(ctx)
+							require.NoError(t, err)
+						} else {
+							require.NoError(t, l.Unlock(ctx))
+						}
+						require.NoError(t, <-rgot, "%s: Redisson woken by rlock (force %v)", name, force)
+						if !force {
+							require.NoError(t, rl.Unlock(ctx))
+							require.NoError(t, l.Lock(ctx))
+						}
+					}
+					require.NoError(t, rl.Unlock(ctx))
+				}
+			}
+		})
+	}
+}
