@@ -31,6 +31,8 @@ func TestClusterRedissonWakeUps(t *testing.T) {
 			rs := redistest.NewRedisson(c.NewClient(t), sharded)
 			rc := clientOn(t, c.NewClient(t), rlock.WithMaxPoll(time.Hour))
 			thread := int64(0)
+			var slowest [2]time.Duration // release to grant: Redisson to rlock, rlock to Redisson
+			defer func() { t.Logf("slowest handoff: Redisson to rlock %v, rlock to Redisson %v", slowest[0], slowest[1]) }()
 			for name := range clusterNames(t, c) {
 				thread++
 				r := rs.Lock(name, thread)
@@ -41,6 +43,7 @@ func TestClusterRedissonWakeUps(t *testing.T) {
 					got := make(chan error, 1)
 					go func() { got <- l.Lock(ctx) }()
 					require.Eventually(t, func() bool { return rc.Waiters().Waiters == 1 }, 10*time.Second, time.Millisecond)
+					start := time.Now()
 					if force {
 						_, err := r.ForceUnlock(ctx)
 						require.NoError(t, err)
@@ -48,11 +51,13 @@ func TestClusterRedissonWakeUps(t *testing.T) {
 						require.NoError(t, r.Unlock(ctx))
 					}
 					require.NoError(t, <-got, "%s: rlock woken by Redisson (force %v)", name, force)
+					slowest[0] = max(slowest[0], time.Since(start))
 
 					// rlock holds, Redisson waits.
 					rgot := make(chan error, 1)
 					go func() { rgot <- r.Lock(ctx, time.Hour) }()
 					waitSubscribers(ctx, t, c, name, sharded)
+					start = time.Now()
 					if force {
 						_, err := l.ForceUnlock(ctx)
 						require.NoError(t, err)
@@ -60,6 +65,7 @@ func TestClusterRedissonWakeUps(t *testing.T) {
 						require.NoError(t, l.Unlock(ctx))
 					}
 					require.NoError(t, <-rgot, "%s: Redisson woken by rlock (force %v)", name, force)
+					slowest[1] = max(slowest[1], time.Since(start))
 					require.NoError(t, r.Unlock(ctx))
 				}
 			}
