@@ -170,7 +170,8 @@ func (l *RLock) Lock(ctx context.Context, lease time.Duration) error {
 // runs acquireFailed.
 func (l *RLock) TryLock(ctx context.Context, wait, lease time.Duration) (bool, error) {
 	deadline := time.Now().Add(wait)
-	ok, ttl, err := l.attempt(ctx, lease, wait)
+	// The first attempt; the loop below tries again once subscribed.
+	ok, _, err := l.attempt(ctx, lease, wait)
 	if ok || err != nil {
 		return ok, err
 	}
@@ -190,7 +191,8 @@ func (l *RLock) TryLock(ctx context.Context, wait, lease time.Duration) (bool, e
 	}
 	msgs := ps.Channel()
 	for {
-		if ok, ttl, err = l.attempt(ctx, lease, wait); ok || err != nil {
+		ok, ttl, err := l.attempt(ctx, lease, wait)
+		if ok || err != nil {
 			return ok, err
 		}
 		d := time.Duration(max(ttl, 1)) * time.Millisecond
