@@ -51,15 +51,30 @@ local function forget(w)
 end
 
 -- shift subtracts ms from the score of every waiter in the queue from
--- position first (0-based) on.
+-- position first (0-based) on. The new scores go back in a few ZADD calls
+-- rather than one call per waiter: a grant shifts the whole queue.
 local function shift(first, ms)
   if ms <= 0 then
     return
   end
-  for _, w in ipairs(redis.call('LRANGE', KEYS[2], first, -1)) do
-    if redis.call('ZSCORE', KEYS[3], w) then
-      redis.call('ZINCRBY', KEYS[3], -ms, w)
+  local pairs_ = {}
+  if first == 0 then
+    local all = redis.call('ZRANGE', KEYS[3], 0, -1, 'WITHSCORES')
+    for i = 1, #all, 2 do
+      pairs_[#pairs_ + 1] = tonumber(all[i + 1]) - ms
+      pairs_[#pairs_ + 1] = all[i]
     end
+  else
+    for _, w in ipairs(redis.call('LRANGE', KEYS[2], first, -1)) do
+      local s = redis.call('ZSCORE', KEYS[3], w)
+      if s then
+        pairs_[#pairs_ + 1] = tonumber(s) - ms
+        pairs_[#pairs_ + 1] = w
+      end
+    end
+  end
+  for i = 1, #pairs_, 1000 do
+    redis.call('ZADD', KEYS[3], unpack(pairs_, i, math.min(i + 999, #pairs_)))
   end
 end
 
