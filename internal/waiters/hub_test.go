@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/internal/waiters"
 )
@@ -184,4 +185,23 @@ func newHub(t testing.TB, rdb waiters.Subscriber) *waiters.Hub {
 	h, err := waiters.New(rdb, waiters.Auto)
 	require.NoError(t, err)
 	return h
+}
+
+// TestModeResolution: off a cluster, Auto is classic (miniredis has no
+// SPUBLISH, and Redisson uses sharded pub/sub only on clusters); Sharded
+// needs a cluster client; an unknown mode is refused.
+func TestModeResolution(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		rdb := b.NewClient(t)
+		h := newHub(t, rdb)
+		defer h.Close()
+		require.Equal(t, "c", h.Publish(context.Background()))
+		c, err := waiters.New(rdb, waiters.Classic)
+		require.NoError(t, err)
+		require.Equal(t, "c", c.Publish(context.Background()))
+		_, err = waiters.New(rdb, waiters.Sharded)
+		require.ErrorIs(t, err, base.ErrInvalidArgument)
+		_, err = waiters.New(rdb, waiters.Mode(7))
+		require.ErrorIs(t, err, base.ErrInvalidArgument)
+	})
 }
