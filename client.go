@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlock-go/rlock/internal/core"
 	"github.com/rlock-go/rlock/internal/renewal"
+	"github.com/rlock-go/rlock/internal/waiters"
 	"github.com/rlock-go/rlock/watchdog"
 )
 
@@ -195,6 +196,81 @@ func WithAutoPipeline() ClientOption {
 	}
 }
 
+// PubSubMode is how a client's blocked Lock calls listen for releases and
+// how its releases (Unlock, ForceUnlock, fair-queue wake-ups) publish, on
+// Redis Cluster. Redis keeps classic pub/sub (PUBLISH, SUBSCRIBE) and
+// sharded pub/sub (SPUBLISH, SSUBSCRIBE; Redis 7+) apart: a waiter hears
+// only releases published the way it listens. Classic pub/sub broadcasts
+// every message to every node of a cluster; sharded pub/sub keeps it in
+// the lock's shard (its master and replicas), which is how a lock service
+// scales with the cluster. Redisson (cluster, Redis 7+, its default
+// shardedSubscriptionMode AUTO) uses sharded pub/sub.
+type PubSubMode int
+
+const (
+	// PubSubAuto is the default. On a Redis Cluster whose servers support
+	// sharded pub/sub (probed once with PUBSUB SHARDNUMSUB, as Redisson
+	// probes), waiters listen both ways (SSUBSCRIBE at the lock's master,
+	// and SUBSCRIBE) and releases publish both ways, so rlock shares
+	// locks with every Redisson setting and every older rlock client.
+	// The price: each release is still broadcast to every node, and a
+	// waiter may be woken twice by an rlock release (one extra attempt).
+	// Elsewhere (a single server, Sentinel, a Ring, miniredis, Redis < 7)
+	// it is PubSubClassic.
+	PubSubAuto PubSubMode = iota
+	// PubSubSharded listens with SSUBSCRIBE only, one connection per
+	// master that has waiters, and publishes with SPUBLISH only: no
+	// message leaves the lock's shard. Every client of the lock must then
+	// listen sharded (rlock in PubSubAuto or PubSubSharded, Redisson with
+	// shardedSubscriptionMode AUTO or ON); classic listeners are woken
+	// only by their lease-bound polls. Needs a *redis.ClusterClient (else
+	// NewClient reports ErrInvalidArgument) and Redis 7+ (else releases
+	// fail). A release that runs on a slot's new master during a slot
+	// migration may reach waiters still subscribed at the old one only
+	// when the migration ends and they resubscribe.
+	PubSubSharded
+	// PubSubClassic listens with SUBSCRIBE and publishes with PUBLISH only,
+	// as rlock did before sharded pub/sub: for Redisson with
+	// shardedSubscriptionMode OFF, and for servers without sharded pub/sub.
+	PubSubClassic
+)
+
+// WithPubSubMode sets how the client's waiters listen and its releases
+// publish on Redis Cluster (see PubSubMode). Default PubSubAuto.
+// Subscriptions are shared and reference-counted per channel in every
+// mode, and followed across reconnects, failovers and slot moves; a
+// wake-up lost anyway costs a waiter at most the lock's remaining lease
+// (pub/sub is only a hint). NewClient reports ErrInvalidArgument for an
+// unknown mode, and for PubSubSharded on anything but a ClusterClient.
+func WithPubSubMode(mode PubSubMode) ClientOption {
+	return func(c *clientConfig) error {
+		switch mode {
+		case PubSubAuto:
+			c.PubSub = waiters.Auto
+		case PubSubSharded:
+			c.PubSub = waiters.Sharded
+		case PubSubClassic:
+			c.PubSub = waiters.Classic
+		default:
+			return fmt.Errorf("%w: unknown pub/sub mode %d", ErrInvalidArgument, int(mode))
+		}
+		return nil
+	}
+}
+
+// String returns "auto", "sharded" or "classic".
+func (m PubSubMode) String() string {
+	switch m {
+	case PubSubAuto:
+		return "auto"
+	case PubSubSharded:
+		return "sharded"
+	case PubSubClassic:
+		return "classic"
+	}
+	return fmt.Sprintf("PubSubMode(%d)", int(m))
+}
+
 // NewClient returns a client that runs its locks through rdb: a
 // *redis.Client, *redis.ClusterClient, failover client, *redis.Ring, or
 // anything else with the methods of Redis. It does no I/O and starts
@@ -225,7 +301,7 @@ func (c *Client) WatchdogStats() watchdog.Stats { return c.c.Watchdog().Stats() 
 
 // WaiterStats describes the client's waiter hub.
 type WaiterStats struct {
-	Connections int // open pub/sub connections: 1 once anything waited (per channel on a Ring)
+	Connections int // open pub/sub connections: 1 once anything waited (per channel on a Ring), plus one per master with sharded subscriptions
 	Channels    int // channels subscribed: one per lock (reentrant), one per waiting owner (fair)
 	Waiters     int // Lock calls waiting now
 }

@@ -1,7 +1,7 @@
 // Package fair implements Redisson's RFairLock for Go: a reentrant
 // distributed lock on Redis that is granted in strict arrival order. It
 // shares its data layout with Redisson (the lock hash, the queue list
-// "redisson_lock_queue:{name}" and the deadline sorted set
+// "redisson_lock_queue:{name}" and the score sorted set
 // "redisson_lock_timeout:{name}"), and shares everything else with package
 // reentrant: the same *rlock.Client, owners, leases, watchdog, loss
 // reporting and exactly-once effects.
@@ -36,30 +36,60 @@
 // however many wait. A wake-up lost with a pub/sub connection is made up
 // for when the client resubscribes.
 //
-// # Dead waiters and live ones
+// # Scores, dead waiters and live ones
 //
-// Each waiter has a deadline in the sorted set. A live waiter renews it to
-// now + the queue timeout (WithQueueTimeout, 30 s by default) at least
-// every third of that timeout, however long it waits. A waiter whose
-// process died stops renewing; when it reaches the head with its deadline
-// passed it is dropped, and the next waiter is granted the lock at the
-// latest at that deadline. This differs from Redisson, whose deadlines are
-// estimates that live waiters never renew, so a waiter that waits longer
-// than the timeout is dropped as dead (Redisson issues #3004, #6150).
-// Deadlines use the Redis server's clock, not the clients'.
+// One queue serves rlock and Redisson waiters alike, so its sorted set
+// keeps Redisson's scores, by Redisson's rule, whoever changes it. With W
+// the thread wait time (WithThreadWaitTime; Redisson's
+// fairLockWaitTimeout, 5 min by default in both):
+//
+//   - a joiner scores the tail's score plus W (first in line: now + the
+//     holder's remaining lease + W);
+//   - a grant subtracts W from every queued score (rlock's grants too);
+//   - a waiter that gives up subtracts W (a Redisson tryLock: its wait)
+//     from the score of every waiter behind it;
+//   - a waiter first in line whose score has passed is dead: any script of
+//     either library drops it.
+//
+// Redisson waiters never renew their scores. An rlock waiter renews its
+// place on every poll, at least every third of its queue timeout T
+// (WithQueueTimeout, 30 s by default), however long it waits, and never
+// lowers its score: it raises it to at least now + T + (waiters ahead) ×
+// W, which the grants and departures ahead of it cannot use up before its
+// next renewal. Beside the scores, each rlock waiter records its own
+// liveness deadline, now + T at its last renewal, in
+// "redisson_lock_timeout:{name}:rlock" (a hash; Redisson ignores it): rlock
+// drops an rlock waiter first in line once that passes, so a dead rlock
+// waiter holds up the queue for at most T, as before. A waiter that is
+// dropped is told on its own channel, so one dropped while still alive
+// polls at once and queues again (at the tail). Scores and deadlines use
+// the Redis server's clock in rlock's scripts, the Java client's clock in
+// Redisson's.
 //
 // A waiter whose context ends leaves the queue (in the background, after
 // any attempt still in flight), and if it was first in line, it wakes the
-// next one. The queue keys expire a little after
-// the last deadline, so waiters that all crashed leave nothing behind.
+// next one. The queue keys carry no TTL (Redisson's waiters may be in
+// them); an empty list or sorted set vanishes by itself, and dead entries
+// are dropped by the next script that reaches them. The liveness hash
+// expires T + 1 s after the last rlock renewal.
 //
 // # Sharing a lock with Redisson
 //
-// Mutual exclusion and reentrancy interoperate with Redisson's RFairLock.
-// Strict order across the two does not: Redisson shifts other waiters'
-// deadlines by its own wait time when it is granted, which can make rlock
-// waiters look dead (they then rejoin at the tail), and Redisson waiters do
-// not renew their deadlines.
+// In a queue that mixes Redisson RFairLock and rlock waiters in any order:
+// mutual exclusion and reentrancy hold; grants follow arrival order; each
+// handoff happens within a round trip or two of the release, by a wake-up
+// on the next waiter's channel (publish mode as rlock.PubSubMode says);
+// no live rlock waiter is dropped; a dead rlock waiter is dropped within T
+// by rlock's scripts, and at its score by Redisson's. Limits, all of
+// Redisson's own making: a Redisson waiter that waits longer than its
+// score (about W per waiter ahead of it when it joined) counts as dead and
+// is dropped, as in a Redisson-only queue (Redisson issues #3004, #6150),
+// but is told and queues again at once; rlock's renewal floor assumes
+// every Redisson wait is at most W (a Redisson tryLock with a longer wait
+// that gives up subtracts more than an rlock waiter behind it budgets
+// for); and W must match the Redisson clients' fairLockWaitTimeout. In
+// rlock-only queues nothing changes: exact arrival order, and a dead
+// waiter dropped within T.
 //
 // # Safety
 //

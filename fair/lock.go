@@ -66,6 +66,28 @@ func WithQueueTimeout(d time.Duration) Option {
 	}
 }
 
+// DefaultThreadWait is the thread wait time unless WithThreadWaitTime says
+// otherwise: Redisson's default fairLockWaitTimeout.
+const DefaultThreadWait = core.DefaultThreadWait
+
+// WithThreadWaitTime sets the thread wait time W of the queue's scores,
+// which rlock keeps by Redisson's rule so that Redisson and rlock waiters
+// can share one queue (see the package doc): a joiner adds W to the
+// tail's score, a grant subtracts W from every score, a waiter that gives
+// up subtracts W from those behind it. Set it to the Redisson clients'
+// fairLockWaitTimeout (default 5 min, as here). It does not bound how
+// long a waiter may wait, nor how soon a dead rlock waiter is dropped
+// (WithQueueTimeout does); it must be at least 1 ms.
+func WithThreadWaitTime(d time.Duration) Option {
+	return func(c *config) error {
+		if d < time.Millisecond {
+			return fmt.Errorf("%w: thread wait time %v is less than 1ms", rlock.ErrInvalidArgument, d)
+		}
+		c.ThreadWait = d
+		return nil
+	}
+}
+
 // WithFencing makes every grant from free to held draw a fencing token,
 // as reentrant.WithFencing does; Token returns it.
 func WithFencing() Option {

@@ -66,14 +66,32 @@ func TestClusterLockUnlockReentry(t *testing.T) {
 }
 
 // A waiter blocked on a lock with a long lease is woken by the release on
-// whatever master holds the lock: one pub/sub connection (to one node)
-// hears unlocks published on every master.
+// whatever master holds the lock, for every pair of pub/sub modes that
+// share a way (Auto listens and publishes both ways): in classic mode one
+// pub/sub connection (to one node) hears unlocks published on every
+// master; in sharded mode there is one connection per master.
 func TestClusterWaiterWokenAcrossNodes(t *testing.T) {
 	c := redistest.SharedCluster(t)
+	modes := []rlock.PubSubMode{rlock.PubSubAuto, rlock.PubSubSharded, rlock.PubSubClassic}
+	conns := map[rlock.PubSubMode]int{rlock.PubSubAuto: 1 + 3, rlock.PubSubSharded: 3, rlock.PubSubClassic: 1}
+	for _, hm := range modes {
+		for _, wm := range modes {
+			if (hm == rlock.PubSubSharded && wm == rlock.PubSubClassic) || (hm == rlock.PubSubClassic && wm == rlock.PubSubSharded) {
+				continue // no way in common: woken by the lease only
+			}
+			t.Run(hm.String()+"-to-"+wm.String(), func(t *testing.T) {
+				holder := clientOn(t, c.NewClient(t), rlock.WithPubSubMode(hm))
+				waiter := clientOn(t, c.NewClient(t), rlock.WithPubSubMode(wm))
+				testWokenAcrossNodes(t, c, holder, waiter)
+				require.Equal(t, conns[wm], waiter.Waiters().Connections)
+			})
+		}
+	}
+}
+
+func testWokenAcrossNodes(t *testing.T, c *redistest.Cluster, holder, waiter *rlock.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	holder := clientOn(t, c.NewClient(t))
-	waiter := clientOn(t, c.NewClient(t))
 	for name := range clusterNames(t, c) {
 		// The lease bounds the waiter's fallback poll: far beyond ctx.
 		h := newLock(t, holder, name, reentrant.WithLease(time.Hour))
@@ -86,7 +104,6 @@ func TestClusterWaiterWokenAcrossNodes(t *testing.T) {
 		require.NoError(t, <-got, "%s: woken by the unlock message", name)
 		require.NoError(t, w.Unlock(ctx))
 	}
-	require.Equal(t, 1, waiter.Waiters().Connections)
 }
 
 func TestClusterWatchdogRenews(t *testing.T) {

@@ -1,12 +1,22 @@
--- Read a fair lock's queue, for inspection. Changes nothing.
--- KEYS[1..3]  the lock hash, queue and deadlines (see fair_common.lua)
+-- Read a fair lock's queue, for inspection. Changes nothing. Uses the
+-- preludes publish.lua and fair_common.lua.
+-- KEYS[1..3]  the lock hash, queue and scores (see fair_common.lua)
+-- KEYS[4]     rlock waiters' liveness hash (see fair_common.lua)
 -- Reply:      {now, owner1, deadline1, owner2, deadline2, ...} in queue
---             order; times in epoch ms by the server's clock; a deadline of
---             -1 means the waiter has none (it is pruned when first in line).
+--             order; times in epoch ms by the server's clock. A deadline is
+--             when the waiter counts as dead unless it renews its place:
+--             an rlock waiter's liveness deadline, a Redisson waiter's
+--             score; -1 means the waiter has none (it is pruned when first
+--             in line).
 local out = {now_ms()}
 for _, w in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
   local d = redis.call('ZSCORE', KEYS[3], w)
+  d = d and tonumber(d) or -1
+  local a = redis.call('HGET', alive_key(), w)
+  if a and d >= 0 then
+    d = math.min(d, tonumber(a))
+  end
   out[#out + 1] = w
-  out[#out + 1] = d and tonumber(d) or -1
+  out[#out + 1] = d
 end
 return out

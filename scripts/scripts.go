@@ -4,7 +4,9 @@
 // it (a fresh or failed-over server); nothing is sent inline on every call.
 //
 // The scripts are portable between Redis 7.0 and miniredis: no shebang
-// lines, no FUNCTION, no SPUBLISH. Each documents its KEYS, ARGV and reply
+// lines, no FUNCTION, and SPUBLISH only when the caller asks for it
+// (publish.lua; the client does so only on a cluster that answered its
+// sharded pub/sub probe). Each documents its KEYS, ARGV and reply
 // at the top of its file. All keys a script touches share the lock's hash
 // slot, so they run unchanged on Redis Cluster. Shared Lua lives in
 // preludes prepended when a script is built: holds.lua (hold counts,
@@ -13,7 +15,8 @@
 // clock.lua (the server's time) for the fair-lock and read-write-lock scripts,
 // fair_common.lua (queue pruning, wake-ups) for the fair-lock scripts,
 // rw_common.lua (read-write layout, timeout keys, waiting writers) for the
-// read-write-lock scripts and renew.lua.
+// read-write-lock scripts and renew.lua, and publish.lua (classic or
+// sharded publishing) for every script that wakes waiters.
 package scripts
 
 import (

@@ -1,4 +1,5 @@
--- Release one hold of a reentrant lock. Uses the prelude holds.lua.
+-- Release one hold of a reentrant lock. Uses the preludes holds.lua and
+-- publish.lua.
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the lock's unlock channel
 -- KEYS[3]  the latch key of this request (same hash slot as KEYS[1])
@@ -7,6 +8,7 @@
 -- ARGV[3]  the owner's hold count as the client last saw it
 -- ARGV[4]  the message to publish on the last release
 -- ARGV[5]  latch lifetime in milliseconds
+-- ARGV[6]  how to publish: 'c', 's' or 'cs' (see publish.lua)
 -- Reply:   {1, 0}      released: that was the last hold; key deleted, message published
 --          {0, holds}  still held, with holds left
 --          {-1, 0}     not held by this owner; nothing changed
@@ -19,6 +21,6 @@ if reply then
   return reply
 end
 redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', KEYS[2], ARGV[4])
+notify(KEYS[2], ARGV[4], ARGV[6])
 redis.call('SET', KEYS[3], '1', 'PX', ARGV[5])
 return {1, 0}

@@ -224,7 +224,7 @@ func parseAcquireReply(res []int64) (acquireReply, bool) {
 // sendAcquire sends the kind's acquire script for o's owner, with replica
 // sync when it is on, and parses its reply.
 func (l *Lock) sendAcquire(ctx context.Context, o *ownerState, lease time.Duration, queue bool) (acquireReply, error) {
-	call := l.kind.acquire(o.key.field, o.count, lease, queue)
+	call := l.kind.acquire(o.key.field, o.count, lease, queue, l.c.publishArg(ctx))
 	cmd, sync, syncErr := l.c.runAcquire(context.WithoutCancel(ctx), call.script, call.keys, call.args...)
 	res, err := cmd.Int64Slice()
 	if err != nil {

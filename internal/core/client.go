@@ -67,6 +67,8 @@ type Config struct {
 	NoReplicaSync bool
 	// AutoPipeline sends scripts through rdb's go-redis auto-pipeliner.
 	AutoPipeline bool
+	// PubSub is how waiters listen and releases publish (see waiters.Mode).
+	PubSub waiters.Mode
 }
 
 // NewClient returns a client that runs its locks through rdb. It does no
@@ -84,6 +86,10 @@ func NewClient(rdb base.Redis, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	hub, err := waiters.New(rdb, cfg.PubSub)
+	if err != nil {
+		return nil, err
+	}
 	var sync *replsync.Syncer
 	if !cfg.NoReplicaSync {
 		if sync, err = newSyncer(rdb, cfg); err != nil {
@@ -94,7 +100,7 @@ func NewClient(rdb base.Redis, cfg Config) (*Client, error) {
 		rdb:      rdb,
 		scripter: scripter,
 		id:       cfg.ID,
-		hub:      waiters.New(rdb),
+		hub:      hub,
 		wd:       wd,
 		sync:     sync,
 		replay:   cfg.Replay,
@@ -253,6 +259,11 @@ func (c *Client) ID() string { return c.id }
 // Watchdog returns the client's renewal scheduler, for its settings and
 // statistics.
 func (c *Client) Watchdog() *renewal.Scheduler { return c.wd }
+
+// publishArg returns the release scripts' publish argument: how this
+// client's releases publish (see publish.lua). The first call of an auto
+// mode client on a cluster probes the server once.
+func (c *Client) publishArg(ctx context.Context) string { return c.hub.Publish(ctx) }
 
 // Waiters returns a snapshot of the client's waiter hub.
 func (c *Client) Waiters() waiters.Stats { return c.hub.Stats() }

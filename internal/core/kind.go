@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"time"
@@ -21,14 +22,16 @@ type kind interface {
 	// acquire is the acquire script call for the owner field, which holds
 	// count holds as far as it knows; queue asks a kind with a queue to
 	// queue the owner (or renew its place).
-	acquire(field string, count int64, lease time.Duration, queue bool) scriptCall
+	acquire(field string, count int64, lease time.Duration, queue bool, pub string) scriptCall
 	// release is the call that releases one of the count holds of field,
 	// leaving lease as the TTL when holds remain; latch is a fresh
-	// request's latch key, kept for replay (see Client.replay).
-	release(field string, count int64, lease time.Duration, latch string, replay time.Duration) scriptCall
+	// request's latch key, kept for replay (see Client.replay). pub, in
+	// every call that may wake waiters, says how to publish (see
+	// Client.publishArg and publish.lua).
+	release(field string, count int64, lease time.Duration, latch string, replay time.Duration, pub string) scriptCall
 	// forceUnlock is the call that deletes the lock whoever holds it;
 	// the engine appends the expected holders, if any.
-	forceUnlock(latch string, replay time.Duration) scriptCall
+	forceUnlock(latch string, replay time.Duration, pub string) scriptCall
 	// renew is the call that sets the TTL of field's holds to ttl if it
 	// still holds the lock.
 	renew(field string, ttl time.Duration) scriptCall
@@ -37,7 +40,7 @@ type kind interface {
 	// leave is the call that takes field out of the line when its last
 	// waiting Lock call returns without the lock; false for a kind whose
 	// waiters leave no trace on the server.
-	leave(field string) (scriptCall, bool)
+	leave(field, pub string) (scriptCall, bool)
 }
 
 // scriptCall is one script with its KEYS and ARGV.
@@ -63,8 +66,9 @@ const noBound time.Duration = 1<<63 - 1
 func newKind(name string, cfg LockConfig) kind {
 	h := hashLock{name: name, token: base.DerivedKey(base.TokenPrefix, name), fencing: boolArg(cfg.Fencing)}
 	if cfg.Kind == Fair {
-		return &fairKind{hashLock: h, channel: base.Channel(name), queueTimeout: cfg.QueueTimeout,
-			queue: base.DerivedKey(base.QueuePrefix, name), timeouts: base.DerivedKey(base.TimeoutPrefix, name)}
+		return &fairKind{hashLock: h, channel: base.Channel(name), queueTimeout: cfg.QueueTimeout, threadWait: cmp.Or(cfg.ThreadWait, DefaultThreadWait),
+			queue: base.DerivedKey(base.QueuePrefix, name), timeouts: base.DerivedKey(base.TimeoutPrefix, name),
+			alive: base.DerivedKey(base.TimeoutPrefix, name) + ":rlock"}
 	}
 	return &reentrantKind{hashLock: h, channel: base.Channel(name)}
 }
@@ -88,17 +92,17 @@ type reentrantKind struct {
 	channel string
 }
 
-func (k *reentrantKind) acquire(field string, count int64, lease time.Duration, _ bool) scriptCall {
+func (k *reentrantKind) acquire(field string, count int64, lease time.Duration, _ bool, _ string) scriptCall {
 	return scriptCall{lua.Lock, []string{k.name, k.token}, []any{lease.Milliseconds(), field, count, k.fencing}}
 }
 
-func (k *reentrantKind) release(field string, count int64, lease time.Duration, latch string, replay time.Duration) scriptCall {
+func (k *reentrantKind) release(field string, count int64, lease time.Duration, latch string, replay time.Duration, pub string) scriptCall {
 	return scriptCall{lua.Unlock, []string{k.name, k.channel, latch},
-		[]any{lease.Milliseconds(), field, count, base.UnlockMessage, replay.Milliseconds()}}
+		[]any{lease.Milliseconds(), field, count, base.UnlockMessage, replay.Milliseconds(), pub}}
 }
 
-func (k *reentrantKind) forceUnlock(latch string, replay time.Duration) scriptCall {
-	return scriptCall{lua.ForceUnlock, []string{k.name, k.channel, latch}, []any{base.UnlockMessage, replay.Milliseconds()}}
+func (k *reentrantKind) forceUnlock(latch string, replay time.Duration, pub string) scriptCall {
+	return scriptCall{lua.ForceUnlock, []string{k.name, k.channel, latch}, []any{base.UnlockMessage, replay.Milliseconds(), pub}}
 }
 
 // waitPlan: a new call queues behind the client's calls already waiting
@@ -108,7 +112,7 @@ func (k *reentrantKind) waitPlan(string) waitPlan {
 	return waitPlan{channel: k.channel, poll: noBound, behind: true}
 }
 
-func (k *reentrantKind) leave(string) (scriptCall, bool) { return scriptCall{}, false }
+func (k *reentrantKind) leave(_, _ string) (scriptCall, bool) { return scriptCall{}, false }
 
 // fairKind is Redisson's RFairLock: granted in queue order; each waiter
 // listens on its own channel, "<channel>:<owner field>", on which only a
@@ -116,26 +120,34 @@ func (k *reentrantKind) leave(string) (scriptCall, bool) { return scriptCall{}, 
 // renewing it within the queue timeout.
 type fairKind struct {
 	hashLock
-	queue, timeouts string // the queue of owners and their deadlines
+	queue, timeouts string // the queue of owners and their scores
+	alive           string // rlock waiters' liveness hash (see fair_common.lua): the last key of every fair script
 	channel         string // the prefix of the waiters' channels
 	queueTimeout    time.Duration
+	threadWait      time.Duration // Redisson's fairLockWaitTimeout: see fair_common.lua
 }
 
-func (k *fairKind) lineKeys() []string { return []string{k.name, k.queue, k.timeouts} }
+func (k *fairKind) lineKeys() []string { return []string{k.name, k.queue, k.timeouts, k.alive} }
 
-func (k *fairKind) acquire(field string, count int64, lease time.Duration, queue bool) scriptCall {
-	return scriptCall{lua.FairLock, []string{k.name, k.queue, k.timeouts, k.token},
-		[]any{lease.Milliseconds(), field, count, k.fencing, k.queueTimeout.Milliseconds(), boolArg(queue), k.channel, base.UnlockMessage}}
+// keysWith returns the lock's keys with key between the scores and the
+// liveness hash, as the acquire and release scripts take them.
+func (k *fairKind) keysWith(key string) []string {
+	return []string{k.name, k.queue, k.timeouts, key, k.alive}
 }
 
-func (k *fairKind) release(field string, count int64, lease time.Duration, latch string, replay time.Duration) scriptCall {
-	return scriptCall{lua.FairUnlock, []string{k.name, k.queue, k.timeouts, latch},
-		[]any{lease.Milliseconds(), field, count, base.UnlockMessage, replay.Milliseconds(), k.channel}}
+func (k *fairKind) acquire(field string, count int64, lease time.Duration, queue bool, pub string) scriptCall {
+	return scriptCall{lua.FairLock, k.keysWith(k.token),
+		[]any{lease.Milliseconds(), field, count, k.fencing, k.queueTimeout.Milliseconds(), boolArg(queue), k.channel, base.UnlockMessage, pub, k.threadWait.Milliseconds()}}
 }
 
-func (k *fairKind) forceUnlock(latch string, replay time.Duration) scriptCall {
-	return scriptCall{lua.FairForceUnlock, []string{k.name, k.queue, k.timeouts, latch},
-		[]any{base.UnlockMessage, replay.Milliseconds(), k.channel}}
+func (k *fairKind) release(field string, count int64, lease time.Duration, latch string, replay time.Duration, pub string) scriptCall {
+	return scriptCall{lua.FairUnlock, k.keysWith(latch),
+		[]any{lease.Milliseconds(), field, count, base.UnlockMessage, replay.Milliseconds(), k.channel, pub}}
+}
+
+func (k *fairKind) forceUnlock(latch string, replay time.Duration, pub string) scriptCall {
+	return scriptCall{lua.FairForceUnlock, k.keysWith(latch),
+		[]any{base.UnlockMessage, replay.Milliseconds(), k.channel, pub}}
 }
 
 // waitPlan: every attempt of a waiting call queues the owner or renews its
@@ -144,8 +156,8 @@ func (k *fairKind) waitPlan(field string) waitPlan {
 	return waitPlan{channel: k.channel + ":" + field, queue: true, poll: k.queueTimeout / 3}
 }
 
-func (k *fairKind) leave(field string) (scriptCall, bool) {
-	return scriptCall{lua.FairLeave, k.lineKeys(), []any{field, base.UnlockMessage, k.channel}}, true
+func (k *fairKind) leave(field, pub string) (scriptCall, bool) {
+	return scriptCall{lua.FairLeave, k.lineKeys(), []any{field, base.UnlockMessage, k.channel, pub, k.threadWait.Milliseconds()}}, true
 }
 
 // line is the call that reads the queue (see Lock.Queue).

@@ -24,12 +24,19 @@ const (
 // without renewing it, unless configured otherwise.
 const DefaultQueueTimeout = 30 * time.Second
 
+// DefaultThreadWait is a fair lock's thread wait time unless configured
+// otherwise: Redisson's default fairLockWaitTimeout, 5 min.
+const DefaultThreadWait = 5 * time.Minute
+
 // LockConfig configures a lock handle. The public packages validate it.
 type LockConfig struct {
 	Kind         Kind
 	Lease        time.Duration // base.WatchdogMode or positive
 	QueueTimeout time.Duration // fair only; 0: DefaultQueueTimeout
-	Fencing      bool          // issue fencing tokens
+	// ThreadWait is the fair queue's thread wait time (Redisson's
+	// fairLockWaitTimeout; see fair_common.lua); 0: DefaultThreadWait.
+	ThreadWait time.Duration
+	Fencing    bool // issue fencing tokens
 }
 
 // Lock is the engine behind a reentrant or fair lock handle.

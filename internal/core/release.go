@@ -90,7 +90,7 @@ func (l *Lock) releaseLocked(ctx context.Context, o *ownerState) error {
 		defer hp.releaseDone()
 	}
 	sent := time.Now()
-	call := l.kind.release(o.key.field, o.count, lease, l.latchKey(), l.c.replay)
+	call := l.kind.release(o.key.field, o.count, lease, l.latchKey(), l.c.replay, l.c.publishArg(ctx))
 	res, err := l.c.runCall(context.WithoutCancel(ctx), call).Int64Slice()
 	kind, left, ok := parseReleaseReply(res)
 	if err == nil && !ok {
@@ -229,7 +229,7 @@ func (l *Lock) forceUnlock(ctx context.Context, expect ...any) (int64, error) {
 	if err := base.CheckContext(ctx); err != nil {
 		return 0, err
 	}
-	call := l.kind.forceUnlock(l.latchKey(), l.c.replay)
+	call := l.kind.forceUnlock(l.latchKey(), l.c.replay, l.c.publishArg(ctx))
 	n, err := l.c.runCall(context.WithoutCancel(ctx), call, expect...).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("rlock: force-unlocking %q: %w", l.name, err)

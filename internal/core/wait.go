@@ -113,7 +113,7 @@ func (l *Lock) retry(ctx context.Context, w *waiters.Waiter, ws *waitState, woke
 // started waiting meanwhile. If it fails, the place is dropped anyway once
 // its deadline passes unrenewed.
 func (l *Lock) leave(o *ownerState) {
-	call, ok := l.kind.leave(o.key.field)
+	call, ok := l.kind.leave(o.key.field, l.c.publishArg(context.Background()))
 	if !ok {
 		return
 	}

@@ -21,6 +21,7 @@ func src(name string) string {
 var (
 	holdsSrc      = src("holds")
 	clockSrc      = src("clock")
+	publishSrc    = src("publish")
 	fairCommonSrc = src("fair_common")
 	rwCommonSrc   = src("rw_common")
 )
@@ -34,13 +35,16 @@ func rw(name string) *redis.Script {
 	return redis.NewScript(holdsSrc + "\n" + clockSrc + "\n" + rwCommonSrc + "\n" + src(name))
 }
 
+// withPublish prepends publish.lua, for scripts that wake waiters.
+func withPublish(s string) string { return publishSrc + "\n" + s }
+
 var (
 	// Lock acquires one hold of a reentrant lock (see lock.lua).
 	Lock = redis.NewScript(withHolds("lock"))
 	// Unlock releases one hold of a reentrant lock (see unlock.lua).
-	Unlock = redis.NewScript(withHolds("unlock"))
+	Unlock = redis.NewScript(withPublish(withHolds("unlock")))
 	// ForceUnlock deletes a lock whoever holds it (see force_unlock.lua).
-	ForceUnlock = redis.NewScript(withHolds("force_unlock"))
+	ForceUnlock = redis.NewScript(withPublish(withHolds("force_unlock")))
 	// Renew renews a batch of leases for the watchdog (see renew.lua). It
 	// serves every lock kind: a fair lock's hash is a reentrant lock's, and
 	// a read-write lock's hash is told apart by its "mode" field.
@@ -79,7 +83,7 @@ var (
 )
 
 func fair(src string) *redis.Script {
-	return redis.NewScript(clockSrc + "\n" + fairCommonSrc + "\n" + src)
+	return redis.NewScript(clockSrc + "\n" + withPublish(fairCommonSrc+"\n"+src))
 }
 
 // All lists every script, for preloading (SCRIPT LOAD) on each server.

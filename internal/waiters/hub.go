@@ -11,19 +11,75 @@
 // pending, so one release costs one retry per client rather than one per
 // waiter; a read-unlock message ("1") wakes them all. Pub/sub is only a
 // hint: callers still bound every wait by the lock's remaining TTL.
+//
+// On a Redis Cluster the hub can also listen with sharded pub/sub
+// (SSUBSCRIBE, Redis 7+), which Redis keeps apart from classic pub/sub
+// (see Mode). Sharded subscriptions go to the master of the channel's
+// slot, one connection per master that has waiters; the hub follows them
+// itself when a master fails over or a slot moves (the server then ends
+// the subscription with an unrequested SUNSUBSCRIBE): it reloads the
+// client's slot map and subscribes again at the new master, and the
+// waiters retry once that is confirmed, as after any resubscription.
 package waiters
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rlock-go/rlock/internal/base"
 )
 
 // Subscriber opens pub/sub connections. Every go-redis v9 client has it.
 type Subscriber interface {
 	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
+}
+
+// Router is what sharded pub/sub needs of a cluster client: the master of
+// a channel's slot, a way to refresh the slot map after a failover or a
+// slot move, and a command to probe the servers' support.
+// *redis.ClusterClient satisfies it.
+type Router interface {
+	MasterForKey(ctx context.Context, key string) (*redis.Client, error)
+	ReloadState(ctx context.Context)
+	Do(ctx context.Context, args ...any) *redis.Cmd
+}
+
+// Mode is how a hub's waiters listen and how releases publish.
+type Mode int
+
+const (
+	// Auto: on a Redis Cluster whose servers support sharded pub/sub
+	// (PUBSUB SHARDNUMSUB answers; Redis 7+), waiters listen both ways and
+	// releases publish both ways, so every peer hears every release
+	// whichever way it listens or publishes; elsewhere (a single server,
+	// Sentinel, a Ring, miniredis, Redis < 7) it is Classic. The default.
+	Auto Mode = iota
+	// Sharded: waiters listen with SSUBSCRIBE at the master of the
+	// channel's slot and releases publish with SPUBLISH only, so a
+	// release's message stays in the lock's shard. Needs a cluster client
+	// and Redis 7+; peers that listen classically hear nothing.
+	Sharded
+	// Classic: SUBSCRIBE and PUBLISH only. On a cluster every message is
+	// broadcast to every node; peers that listen sharded hear nothing.
+	Classic
+)
+
+// String names the mode as the root option's constants do.
+func (m Mode) String() string {
+	switch m {
+	case Auto:
+		return "auto"
+	case Sharded:
+		return "sharded"
+	case Classic:
+		return "classic"
+	}
+	return fmt.Sprintf("Mode(%d)", int(m))
 }
 
 // Hub is the per-client waiter hub. The zero value is not usable; use New.
@@ -34,6 +90,8 @@ type Subscriber interface {
 // again at once is subscribed after the UNSUBSCRIBE.
 type Hub struct {
 	rdb    Subscriber
+	router Router // nil: not a cluster client
+	mode   Mode   // as configured
 	linger time.Duration
 	// perChannel: one pub/sub connection per channel instead of one per
 	// hub. Needed for *redis.Ring, which shards channels like keys and
@@ -48,11 +106,27 @@ type Hub struct {
 	ops     []op               // queued for the writer
 	writing bool               // the writer goroutine runs
 	wg      sync.WaitGroup     // writer and reader goroutines
+
+	probeMu sync.Mutex // held while an Auto hub probes the servers
+
+	// How waiters listen and releases publish, once resolved (an Auto
+	// hub on a cluster probes the servers once).
+	resolved bool
+	classic  bool   // topics subscribe classically
+	sharded  bool   // topics subscribe sharded
+	pub      string // the scripts' publish argument: "c", "s" or "cs"
+
+	shards   map[string]*conn // sharded connections, by master address
+	failures int              // consecutive sharded routing failures (backoff)
 }
 
 type conn struct {
 	ps   *redis.PubSub // nil until opened (Ring: by the writer)
 	refs int           // topics using it
+
+	addr   string          // a sharded connection's master; "" for classic
+	topics map[*topic]bool // a sharded connection's topics
+	dead   bool            // a sharded connection that failed or closed
 }
 
 // op is one queued pub/sub command.
@@ -60,14 +134,17 @@ type op struct {
 	kind    opKind
 	c       *conn
 	channel string
+	t       *topic // opRoute
 }
 
 type opKind int
 
 const (
-	opSubscribe   opKind = iota
-	opUnsubscribe        // and close the connection if it is per channel and unused
-	opOpenRing           // open a Ring connection subscribed to channel
+	opSubscribe    opKind = iota
+	opUnsubscribe         // and close the connection if it is per channel and unused
+	opOpenRing            // open a Ring connection subscribed to channel
+	opRoute               // subscribe a topic sharded at its slot's master
+	opSUnsubscribe        // drop a topic from its sharded connection
 )
 
 // topic is one subscribed channel. It lives while it has waiters, and
@@ -76,9 +153,16 @@ const (
 // acknowledgement always belongs to the channel's current topic.
 type topic struct {
 	channel   string
-	c         *conn
-	confirmed bool
+	c         *conn     // classic connection; nil if the topic is sharded only
+	confirmed bool      // every subscription the topic wants is confirmed
 	waiters   []*Waiter // in join order
+
+	// Which confirmations arrived, of the subscriptions the topic wants:
+	// classic (c != nil) and sharded (wantShard) on shard once routed.
+	cOK       bool
+	wantShard bool
+	shard     *conn
+	sOK       bool
 
 	// A confirmed topic whose last waiter left lingers, still subscribed,
 	// for the hub's linger time, so an owner that waits again soon (a fair
@@ -107,18 +191,104 @@ type Waiter struct {
 // waiter left.
 const DefaultLinger = time.Second
 
-// New returns a hub that opens its pub/sub connections through rdb. It does
-// no I/O and starts no goroutine; the first Join does.
-func New(rdb Subscriber) *Hub {
+// New returns a hub that opens its pub/sub connections through rdb and
+// listens as mode says. It does no I/O and starts no goroutine; the first
+// Join does. Sharded mode needs a cluster client (a Router): New reports
+// base.ErrInvalidArgument otherwise, and for an unknown mode.
+func New(rdb Subscriber, mode Mode) (*Hub, error) {
 	_, ring := rdb.(*redis.Ring)
-	return &Hub{
+	router, _ := rdb.(Router)
+	if _, ok := rdb.(*redis.ClusterClient); !ok {
+		router = nil // only a cluster client routes by slot
+	}
+	switch {
+	case mode < Auto || mode > Classic:
+		return nil, fmt.Errorf("%w: unknown pub/sub mode %d", base.ErrInvalidArgument, int(mode))
+	case mode == Sharded && router == nil:
+		return nil, fmt.Errorf("%w: sharded pub/sub needs a *redis.ClusterClient, not %T", base.ErrInvalidArgument, rdb)
+	}
+	h := &Hub{
 		rdb:        rdb,
+		router:     router,
+		mode:       mode,
 		linger:     DefaultLinger,
 		perChannel: ring,
 		conns:      make(map[string]*conn),
 		open:       make(map[*conn]struct{}),
 		topics:     make(map[string]*topic),
+		shards:     make(map[string]*conn),
 	}
+	switch {
+	case mode == Classic || (mode == Auto && router == nil):
+		h.resolveLocked(true, false)
+	case mode == Sharded:
+		h.resolveLocked(false, true)
+	}
+	return h, nil
+}
+
+// resolveLocked fixes how the hub listens and publishes. h.mu must be
+// held (or h not yet shared).
+func (h *Hub) resolveLocked(classic, sharded bool) {
+	h.resolved, h.classic, h.sharded = true, classic, sharded
+	switch {
+	case classic && sharded:
+		h.pub = "cs"
+	case sharded:
+		h.pub = "s"
+	default:
+		h.pub = "c"
+	}
+}
+
+// probeTimeout bounds the one probe of an Auto hub on a cluster.
+const probeTimeout = 5 * time.Second
+
+// resolve makes sure the hub knows how it listens and publishes. An Auto
+// hub on a cluster asks the servers once (PUBSUB SHARDNUMSUB, as Redisson
+// does): an answer means Redis 7+, both ways; an error reply means no
+// sharded pub/sub, classic for good; no answer means classic for now, and
+// the next call asks again. h.mu must not be held.
+func (h *Hub) resolve(ctx context.Context) {
+	h.mu.Lock()
+	done := h.resolved
+	h.mu.Unlock()
+	if done {
+		return
+	}
+	h.probeMu.Lock() // one probe at a time, without holding h.mu
+	defer h.probeMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
+	defer cancel()
+	h.mu.Lock()
+	done = h.resolved
+	h.mu.Unlock()
+	if done {
+		return
+	}
+	err := h.router.Do(ctx, "PUBSUB", "SHARDNUMSUB").Err()
+	var rerr redis.Error
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case err == nil:
+		h.resolveLocked(true, true)
+	case errors.As(err, &rerr):
+		h.resolveLocked(true, false)
+	default:
+		h.classic, h.pub = true, "c" // this time only
+	}
+}
+
+// Publish returns the argument that tells the release scripts how to
+// publish: "c" (PUBLISH), "s" (SPUBLISH) or "cs" (both); see
+// scripts/publish.lua. The first call of an Auto hub on a cluster probes
+// the servers (one round trip, bounded by 5 s, not by ctx's cancellation).
+func (h *Hub) Publish(ctx context.Context) string {
+	h.resolve(ctx)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.pub
 }
 
 func (h *Hub) connKey(channel string) string {
@@ -133,11 +303,14 @@ func (h *Hub) connKey(channel string) string {
 // subscription. On a channel still subscribed after its last waiter left
 // (lingering), it gets a signal at once if a message or a resubscription
 // arrived meanwhile, and none otherwise: every message since the caller's
-// last look at the lock reaches it. Join never waits for I/O. A SUBSCRIBE that fails is not
-// fatal: go-redis subscribes again when it reconnects, and callers bound
-// their waits by the lock's TTL. Join reports false, and registers
-// nothing, when the hub is closed.
+// last look at the lock reaches it. Join never waits for I/O, except
+// that the first one of an Auto hub on a cluster may probe the servers
+// (see Publish). A SUBSCRIBE that fails is not fatal: go-redis subscribes
+// again when it reconnects, a sharded subscription is routed again, and
+// callers bound their waits by the lock's TTL. Join reports false, and
+// registers nothing, when the hub is closed.
 func (h *Hub) Join(channel string) (*Waiter, bool) {
+	h.resolve(context.Background())
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -146,15 +319,7 @@ func (h *Hub) Join(channel string) (*Waiter, bool) {
 	w := &Waiter{C: make(chan struct{}, 1), hub: h}
 	t := h.topics[channel]
 	if t == nil {
-		c := h.connLocked(channel)
-		c.refs++
-		t = &topic{channel: channel, c: c}
-		h.topics[channel] = t
-		if c.ps == nil {
-			h.queueLocked(op{kind: opOpenRing, c: c, channel: channel})
-		} else {
-			h.queueLocked(op{kind: opSubscribe, c: c, channel: channel})
-		}
+		t = h.newTopicLocked(channel)
 	}
 	w.topic = t
 	t.waiters = append(t.waiters, w)
@@ -168,6 +333,27 @@ func (h *Hub) Join(channel string) (*Waiter, bool) {
 		t.missed = false
 	}
 	return w, true
+}
+
+// newTopicLocked creates the topic of channel and queues its
+// subscriptions, classic and sharded as the hub listens. h.mu must be held.
+func (h *Hub) newTopicLocked(channel string) *topic {
+	t := &topic{channel: channel, wantShard: h.sharded}
+	h.topics[channel] = t
+	if h.classic || !h.sharded {
+		c := h.connLocked(channel)
+		c.refs++
+		t.c = c
+		if c.ps == nil {
+			h.queueLocked(op{kind: opOpenRing, c: c, channel: channel})
+		} else {
+			h.queueLocked(op{kind: opSubscribe, c: c, channel: channel})
+		}
+	}
+	if t.wantShard {
+		h.queueLocked(op{kind: opRoute, t: t})
+	}
+	return t
 }
 
 // JoinBehind registers a waiter on channel only if the channel already has
@@ -259,6 +445,10 @@ func (h *Hub) do(o op) {
 		}
 		h.startLocked(o.c, ps)
 		h.mu.Unlock()
+	case opRoute:
+		h.route(ctx, o.t)
+	case opSUnsubscribe:
+		h.sunsubscribe(ctx, o.c, o.channel)
 	case opUnsubscribe:
 		h.mu.Lock()
 		ps, closing := o.c.ps, h.perChannel && o.c.refs == 0
@@ -294,12 +484,25 @@ func (h *Hub) subscribed(channel string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t := h.topics[channel]
-	if t == nil {
+	if t == nil || t.c == nil {
 		return // a resubscription of a channel whose UNSUBSCRIBE is queued
 	}
-	// First confirmation, or a resubscription after a reconnect: either
-	// way every waiter must retry now.
-	t.confirmed = true
+	t.cOK = true
+	h.confirmLocked(t)
+}
+
+// confirmLocked records that one of t's subscriptions is confirmed: the
+// first confirmation, or a resubscription after a reconnect, a failover
+// or a slot move. Either way every waiter must retry now, since messages
+// may have been missed. h.mu must be held.
+func (h *Hub) confirmLocked(t *topic) {
+	t.confirmed = (t.c == nil || t.cOK) && (!t.wantShard || t.sOK)
+	if !t.confirmed {
+		for _, w := range t.waiters {
+			w.signal()
+		}
+		return
+	}
 	for _, w := range t.waiters {
 		w.signal()
 	}
@@ -416,7 +619,15 @@ func (h *Hub) idleLocked(t *topic) {
 // dropLocked forgets t and queues its UNSUBSCRIBE. h.mu must be held.
 func (h *Hub) dropLocked(t *topic) {
 	delete(h.topics, t.channel)
+	if sc := t.shard; sc != nil {
+		delete(sc.topics, t)
+		t.shard = nil
+		h.queueLocked(op{kind: opSUnsubscribe, c: sc, channel: t.channel})
+	}
 	c := t.c
+	if c == nil {
+		return
+	}
 	c.refs--
 	if h.perChannel && c.refs == 0 {
 		delete(h.conns, h.connKey(t.channel))
@@ -426,7 +637,7 @@ func (h *Hub) dropLocked(t *topic) {
 
 // Stats describes the hub's state, for tests and operators.
 type Stats struct {
-	Connections int // open pub/sub connections
+	Connections int // open pub/sub connections, classic and sharded
 	Channels    int // channels with at least one waiter
 	Lingering   int // channels still subscribed after their last waiter left
 	Waiters     int // registered waiters
@@ -436,7 +647,7 @@ type Stats struct {
 func (h *Hub) Stats() Stats {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s := Stats{Connections: len(h.conns)}
+	s := Stats{Connections: len(h.conns) + len(h.shards)}
 	for _, t := range h.topics {
 		s.Waiters += len(t.waiters)
 		if len(t.waiters) > 0 {
@@ -465,6 +676,9 @@ func (h *Hub) Close() {
 	}
 	open := h.open
 	h.open = map[*conn]struct{}{}
+	for _, sc := range h.shards {
+		sc.dead = true
+	}
 	h.mu.Unlock()
 	for c := range open {
 		_ = c.ps.Close()

@@ -10,12 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/internal/waiters"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(redistest.StopSharedAfter(m))
 }
 
 func signalled(w *waiters.Waiter) bool {
@@ -40,7 +41,7 @@ func TestHub(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		rdb := b.NewClient(t)
-		h := waiters.New(rdb)
+		h := newHub(t, rdb)
 		defer h.Close()
 		ch := redistest.Name(t)
 		require.Nil(t, h.JoinBehind(ch), "nobody waits yet")
@@ -100,7 +101,7 @@ func TestRingOpensOneConnectionPerChannel(t *testing.T) {
 		ctx := context.Background()
 		ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": b.Addr}})
 		defer ring.Close()
-		h := waiters.New(ring)
+		h := newHub(t, ring)
 		defer h.Close()
 		base := redistest.Name(t)
 		w1, ok := h.Join(base + ":1")
@@ -123,7 +124,7 @@ func TestRingOpensOneConnectionPerChannel(t *testing.T) {
 // confirmed for the new waiter, and nothing is left subscribed after.
 func TestRejoinBeforeConfirmation(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-		h := waiters.New(b.NewClient(t))
+		h := newHub(t, b.NewClient(t))
 		defer h.Close()
 		for i := range 50 {
 			ch := redistest.Name(t) + ":" + strconv.Itoa(i)
@@ -147,7 +148,7 @@ func TestLingerKeepsSubscription(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		rdb := b.NewClient(t)
-		h := waiters.New(rdb)
+		h := newHub(t, rdb)
 		defer h.Close()
 		ch := redistest.Name(t)
 		w, ok := h.Join(ch)
@@ -175,5 +176,32 @@ func TestLingerKeepsSubscription(t *testing.T) {
 		require.True(t, signalled(w), "a message while it lingered is not lost")
 		w.Leave()
 		require.Eventually(t, func() bool { return h.Stats() == waiters.Stats{Connections: 1} }, 5*time.Second, time.Millisecond)
+	})
+}
+
+// newHub returns a hub on rdb in the default (Auto) mode.
+func newHub(t testing.TB, rdb waiters.Subscriber) *waiters.Hub {
+	t.Helper()
+	h, err := waiters.New(rdb, waiters.Auto)
+	require.NoError(t, err)
+	return h
+}
+
+// TestModeResolution: off a cluster, Auto is classic (miniredis has no
+// SPUBLISH, and Redisson uses sharded pub/sub only on clusters); Sharded
+// needs a cluster client; an unknown mode is refused.
+func TestModeResolution(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		rdb := b.NewClient(t)
+		h := newHub(t, rdb)
+		defer h.Close()
+		require.Equal(t, "c", h.Publish(context.Background()))
+		c, err := waiters.New(rdb, waiters.Classic)
+		require.NoError(t, err)
+		require.Equal(t, "c", c.Publish(context.Background()))
+		_, err = waiters.New(rdb, waiters.Sharded)
+		require.ErrorIs(t, err, base.ErrInvalidArgument)
+		_, err = waiters.New(rdb, waiters.Mode(7))
+		require.ErrorIs(t, err, base.ErrInvalidArgument)
 	})
 }
