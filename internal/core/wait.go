@@ -126,7 +126,7 @@ func (l *Lock) leave(o *ownerState) {
 			return
 		}
 		if err := l.c.runCall(context.Background(), call).Err(); err != nil {
-			l.c.logger().Warn("rlock: leaving the fair queue failed; the place lapses at its deadline",
+			l.c.logger().Warn("rlock: leaving the line failed; the place lapses at its deadline",
 				"lock", l.name, "owner", o.key.field, "err", err)
 		}
 	}
@@ -201,7 +201,7 @@ func (ws *waitState) ctxErr(ctx context.Context) error {
 // that says to try again later, rather than a final answer.
 func transient(err error) bool {
 	for _, final := range []error{base.ErrClosed, base.ErrInvalidArgument, base.ErrLockLost,
-		base.ErrUnexpectedReply, base.ErrNotHeld, base.ErrNotObtained, context.Canceled, context.DeadlineExceeded} {
+		base.ErrUnexpectedReply, base.ErrNotHeld, base.ErrNotObtained, base.ErrUpgrade, context.Canceled, context.DeadlineExceeded} {
 		if errors.Is(err, final) {
 			return false
 		}

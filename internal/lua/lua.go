@@ -76,6 +76,11 @@ var (
 	// RWLeave takes a waiting writer out of the writer-wait set (see
 	// rw_leave.lua).
 	RWLeave = rw("rw_leave")
+	// RWHolds reads a reader's live hold count (see rw_holds.lua).
+	RWHolds = rw("rw_holds")
+	// RWState reads a read-write lock's holders, their leases and its
+	// waiting writers in one consistent view (see rw_state.lua).
+	RWState = rw("rw_state")
 )
 
 func fair(src string) *redis.Script {
@@ -86,5 +91,5 @@ func fair(src string) *redis.Script {
 func All() []*redis.Script {
 	return []*redis.Script{Lock, Unlock, ForceUnlock, Renew,
 		FairLock, FairUnlock, FairForceUnlock, FairLeave, FairQueue,
-		RWReadLock, RWWriteLock, RWUnlockRead, RWUnlockWrite, RWForceUnlock, RWLeave}
+		RWReadLock, RWWriteLock, RWUnlockRead, RWUnlockWrite, RWForceUnlock, RWLeave, RWHolds, RWState}
 }
