@@ -63,7 +63,7 @@
 // Both sides wait on the lock's one channel, "redisson_rwlock:{name}",
 // through the client's one pub/sub connection. The last write release
 // publishes "1" (every waiter retries); a read release publishes "0" (one
-// waiter per client) only when it leaves no holder at all; force unlock
+// waiter per client, a writer first) only when it leaves no holder at all; force unlock
 // and the last waiting writer giving up publish "1". Every wait is also
 // bounded by the reply's wait (a writer's lease, a waiting writer's
 // deadline), and a writer's by T/3.

@@ -68,7 +68,8 @@
 //     Readers wait on the shared channel without waiting behind each
 //     other; a blocking writer's attempts register it as a waiting writer
 //     (which keeps new readers out) and renew its entry every third of the
-//     writer-wait timeout; leaving takes it out (rw_leave.lua). A writer
+//     writer-wait timeout; leaving takes it out (rw_leave.lua); the last
+//     reader's release wakes a writer first (waitPlan.prefer). A writer
 //     whose owner reads is refused for good ({-2, 0}: ErrUpgrade). The
 //     read kind counts a reader's holds only while a timeout key lives
 //     (counted), and both sides answer IsLocked from one consistent view

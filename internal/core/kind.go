@@ -58,6 +58,7 @@ type waitPlan struct {
 	queue   bool          // its attempts queue the owner, then renew its place
 	poll    time.Duration // longest wait between attempts; noBound: the lock's TTL decides
 	behind  bool          // a call that does not re-enter waits behind the client's calls already waiting before it tries
+	prefer  bool          // an unlock message ("0") wakes it before the channel's other waiters
 }
 
 // noBound is a waitPlan's poll when only the lock's TTL (or the client's
@@ -243,9 +244,11 @@ func (k *writeKind) forceUnlock(latch string, replay time.Duration) scriptCall {
 
 // waitPlan: a blocking writer's attempts register it as a waiting writer
 // (when readers are in the way) and renew its entry, at least every third
-// of the writer-wait timeout, whatever the reply's wait says.
+// of the writer-wait timeout, whatever the reply's wait says. The last
+// reader's release ("0") wakes a writer before the client's waiting
+// readers, which could not use it.
 func (k *writeKind) waitPlan(string) waitPlan {
-	return waitPlan{channel: k.channel, queue: true, poll: k.writerWait / 3}
+	return waitPlan{channel: k.channel, queue: true, poll: k.writerWait / 3, prefer: true}
 }
 
 // leave takes a writer that gives up out of the writer-wait set, waking

@@ -34,6 +34,8 @@ func TestRWKindsSeparateFields(t *testing.T) {
 	require.Equal(t, []any{int64(1000), "c:#1:write", int64(0), "0", "c:#1", int64(9000), "1"}, call.args)
 	require.Equal(t, 3*time.Second, w.waitPlan("c:#1:write").poll)
 	require.True(t, w.waitPlan("").queue)
+	require.True(t, w.waitPlan("").prefer, "the last reader's release is for a writer")
+	require.False(t, r.waitPlan("").prefer)
 	_, leaves := w.leave("c:#1:write")
 	require.True(t, leaves)
 	_, leaves = r.leave("c:#1")

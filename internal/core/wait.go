@@ -49,6 +49,9 @@ func (l *Lock) join(ctx context.Context, ws *waitState) (*waiters.Waiter, outcom
 	if !ok {
 		return nil, out, base.ErrClosed
 	}
+	if ws.plan.prefer {
+		w.Prefer()
+	}
 	return w, out, nil
 }
 
