@@ -59,6 +59,7 @@ type waitPlan struct {
 	poll    time.Duration // longest wait between attempts; noBound: the lock's TTL decides
 	behind  bool          // a call that does not re-enter waits behind the client's calls already waiting before it tries
 	prefer  bool          // an unlock message ("0") wakes it before the channel's other waiters
+	early   bool          // join before the first attempt, so that no release between the two goes only to other waiters
 }
 
 // noBound is a waitPlan's poll when only the lock's TTL (or the client's
@@ -202,7 +203,9 @@ func (k *readKind) forceUnlock(latch string, replay time.Duration) scriptCall {
 // waitPlan: readers may be granted all at once, so none waits behind
 // another; the reply's wait (a writer's lease, or the first waiting
 // writer's deadline) bounds the sleep.
-func (k *readKind) waitPlan(string) waitPlan { return waitPlan{channel: k.channel, poll: noBound} }
+func (k *readKind) waitPlan(string) waitPlan {
+	return waitPlan{channel: k.channel, poll: noBound, early: true}
+}
 
 func (k *readKind) leave(string) (scriptCall, bool) { return scriptCall{}, false }
 
@@ -248,7 +251,7 @@ func (k *writeKind) forceUnlock(latch string, replay time.Duration) scriptCall {
 // reader's release ("0") wakes a writer before the client's waiting
 // readers, which could not use it.
 func (k *writeKind) waitPlan(string) waitPlan {
-	return waitPlan{channel: k.channel, queue: true, poll: k.writerWait / 3, prefer: true}
+	return waitPlan{channel: k.channel, queue: true, poll: k.writerWait / 3, prefer: true, early: true}
 }
 
 // leave takes a writer that gives up out of the writer-wait set, waking

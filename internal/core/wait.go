@@ -41,9 +41,16 @@ func (l *Lock) join(ctx context.Context, ws *waitState) (*waiters.Waiter, outcom
 			return w, outcome{kind: notTried}, nil
 		}
 	}
+	early := l.joinEarly(ws.plan)
 	out, err := ws.retryable(l.attempt(ctx, ws.o, ws.req))
 	if err != nil || out.kind == acquired {
+		if early != nil {
+			early.Leave()
+		}
 		return nil, out, err
+	}
+	if early != nil {
+		return early, out, nil
 	}
 	w, ok := l.c.hub.Join(ws.plan.channel)
 	if !ok {
@@ -53,6 +60,28 @@ func (l *Lock) join(ctx context.Context, ws *waitState) (*waiters.Waiter, outcom
 		w.Prefer()
 	}
 	return w, out, nil
+}
+
+// joinEarly joins a plan's channel before the first attempt when the
+// plan asks for it: a release published between a refused attempt and a
+// later join would wake only the client's other waiters (a read-write
+// lock's waiters do not pass on a wake-up they cannot use), and this call
+// would sleep until its poll. Joined first, it gets every message
+// published after its attempt was sent, or, on a channel not yet
+// subscribed, a wake-up once the subscription is confirmed. A call
+// granted at once leaves again (the channel lingers for the next).
+func (l *Lock) joinEarly(plan waitPlan) *waiters.Waiter {
+	if !plan.early {
+		return nil
+	}
+	w, ok := l.c.hub.Join(plan.channel)
+	if !ok {
+		return nil // closed: the attempt reports it
+	}
+	if plan.prefer {
+		w.Prefer()
+	}
+	return w
 }
 
 // waitAndRetry waits on w and attempts again until the owner holds the
