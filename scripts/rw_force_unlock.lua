@@ -1,5 +1,5 @@
 -- Delete a read-write lock whoever holds it, and wake its waiters. Uses the
--- preludes holds.lua, clock.lua and rw_common.lua.
+-- preludes publish.lua, holds.lua, clock.lua and rw_common.lua.
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the lock's channel, redisson_rwlock:{name}
 -- KEYS[3]  the latch key of this request (same hash slot)
@@ -7,10 +7,11 @@
 -- ARGV[2]  latch lifetime in milliseconds
 -- ARGV[3]  "read" or "write" to delete the lock only in that mode (as
 --          Redisson's read and write locks' forceUnlock), "" for any mode
--- ARGV[4]  optional: the holders the caller expects, as their fields
+-- ARGV[4]  how to publish: 'c', 's' or 'cs' (see publish.lua)
+-- ARGV[5]  optional: the holders the caller expects, as their fields
 --          sorted and joined with newlines (see force_unlock.lua)
 -- Reply:   1 if the lock was deleted, 0 if there was none, -1 if it is held
---          in the other mode or by others than ARGV[4] (nothing changed).
+--          in the other mode or by others than ARGV[5] (nothing changed).
 --
 -- The readers' timeout keys go with the hash. Waiting writers stay
 -- registered: they still wait. The outcome is recorded in the latch and a
@@ -24,7 +25,7 @@ local outcome = 0
 if redis.call('EXISTS', hash) == 1 then
   outcome = -1
   local mode = redis.call('HGET', hash, 'mode')
-  if (ARGV[3] == '' or ARGV[3] == mode) and (not ARGV[4] or holders_are(hash, ARGV[4])) then
+  if (ARGV[3] == '' or ARGV[3] == mode) and (not ARGV[5] or holders_are(hash, ARGV[5])) then
     local all = redis.call('HGETALL', hash)
     for i = 1, #all, 2 do
       if all[i] ~= 'mode' and not is_writer(all[i]) then
@@ -37,7 +38,7 @@ if redis.call('EXISTS', hash) == 1 then
   end
 end
 if outcome == 1 then
-  redis.call('PUBLISH', KEYS[2], ARGV[1])
+  notify(KEYS[2], ARGV[1], ARGV[4])
 end
 redis.call('SET', KEYS[3], outcome, 'PX', ARGV[2])
 return outcome

@@ -1,4 +1,4 @@
--- Release one read hold of a read-write lock. Uses the preludes holds.lua,
+-- Release one read hold of a read-write lock. Uses the preludes publish.lua, holds.lua,
 -- clock.lua and rw_common.lua.
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the lock's channel, redisson_rwlock:{name}
@@ -8,6 +8,7 @@
 -- ARGV[3]  the reader's hold count as the client last saw it
 -- ARGV[4]  the message published when the last holder leaves ("0")
 -- ARGV[5]  latch lifetime in milliseconds
+-- ARGV[6]  how to publish: 'c', 's' or 'cs' (see publish.lua)
 -- Reply:   {1, 0}      released: that was the reader's last hold
 --          {0, holds}  the reader still holds, with holds left
 --          {-1, 0}     not held by this reader (never, or its holds ran
@@ -29,7 +30,7 @@ local function last_left()
   local holders, longest = prune_readers(hash)
   if holders == 0 then
     redis.call('DEL', hash)
-    redis.call('PUBLISH', KEYS[2], ARGV[4])
+    notify(KEYS[2], ARGV[4], ARGV[6])
     return true
   end
   if redis.call('HGET', hash, 'mode') == 'read' then

@@ -1,4 +1,4 @@
--- Release one write hold of a read-write lock. Uses the preludes holds.lua,
+-- Release one write hold of a read-write lock. Uses the preludes publish.lua, holds.lua,
 -- clock.lua and rw_common.lua.
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the lock's channel, redisson_rwlock:{name}
@@ -8,6 +8,7 @@
 -- ARGV[3]  the writer's hold count as the client last saw it
 -- ARGV[4]  the message published on the last write release ("1": wake all)
 -- ARGV[5]  latch lifetime in milliseconds
+-- ARGV[6]  how to publish: 'c', 's' or 'cs' (see publish.lua)
 -- Reply:   as unlock.lua: {1, 0} released, {0, holds} still held,
 --          {-1, 0} not held by this writer (nothing changed)
 --
@@ -31,6 +32,6 @@ else
   redis.call('HSET', hash, 'mode', 'read')
   set_ttl(hash, longest)
 end
-redis.call('PUBLISH', KEYS[2], ARGV[4])
+notify(KEYS[2], ARGV[4], ARGV[6])
 redis.call('SET', KEYS[3], '1', 'PX', ARGV[5])
 return {1, 0}

@@ -111,11 +111,16 @@ oversold; with each rlock lock kind, none is. Every run prints the orders
 accepted, units sold, stock left, units oversold, orders per second and the
 99th percentile of the wait for the lock.
 
+Then a read-heavy run, a price cache: every worker reads a price kept in
+two fields, one writer updates both fields one after the other. Without a
+lock some reads see a half-written price; with the read-write lock (read
+lock to read, write lock to write) none does (--price-cache=0 skips it).
+
 Runs on an embedded Redis (miniredis; TTLs follow the real clock) unless
 --redis or --cluster is given. Its keys start with "rlock-demo:" and are
 deleted after each run.
 
-Exit status: 0 ok, 1 a locked run oversold or failed, 2 bad usage,
+Exit status: 0 ok, 1 a locked run oversold, saw a torn price or failed, 2 bad usage,
 3 Redis unreachable.
 
 Flags:
@@ -128,6 +133,7 @@ func demo(ctx context.Context, args []string, e env) error {
 		conn    connFlags
 		locks   string
 		redlock string
+		cache   int
 	)
 	names := make([]string, len(lockKinds))
 	for i, k := range lockKinds {
@@ -142,6 +148,7 @@ func demo(ctx context.Context, args []string, e env) error {
 	fs.IntVar(&cfg.maxQty, "max-qty", 3, "largest order; each order is 1..max-qty units")
 	fs.DurationVar(&cfg.work, "work", 2*time.Millisecond, "time an order takes between reading and writing the stock")
 	fs.DurationVar(&cfg.timeout, "timeout", time.Minute, "give up a run after this long")
+	fs.IntVar(&cache, "price-cache", 20, "updates in the read-heavy price-cache run (a read-write lock: every worker reads, one writer updates); 0 skips it")
 	cfg.progress = progressAuto
 	fs.Var(&cfg.progress, "progress", "progress on stderr: auto (a bar on a terminal, a line per run otherwise), bar, plain, or off; true/false mean bar/off (default auto)")
 	pos, err := parse(fs, args)
@@ -162,6 +169,8 @@ func demo(ctx context.Context, args []string, e env) error {
 		return usageError("--max-qty must be at least 1")
 	case cfg.work < 0 || cfg.timeout <= 0:
 		return usageError("--work must not be negative and --timeout must be positive")
+	case cache < 0 || cache > 100_000:
+		return usageError("--price-cache must be 0..100000")
 	}
 	kinds, err := selectKinds(locks)
 	if err != nil {
@@ -264,6 +273,9 @@ func demo(ctx context.Context, args []string, e env) error {
 	}
 	if slices.ContainsFunc(kinds, func(k lockKind) bool { return k.newLocker != nil }) {
 		fmt.Fprintln(e.stdout, "\nWith a lock, nothing was oversold.")
+	}
+	if cache > 0 {
+		return runPriceCache(ctx, tgt, cfg, cache, e)
 	}
 	return nil
 }

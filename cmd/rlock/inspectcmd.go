@@ -136,10 +136,13 @@ func writeText(w io.Writer, r *inspect.Report, fair bool) error {
 		if i == 0 {
 			k = "holders"
 		}
-		row(k, "%s  %s", h.Field, plural(h.Holds, "hold"))
+		row(k, "%s  %s%s", h.Field, plural(h.Holds, "hold"), rwRole(r, h))
 		if h.OwnerID != "" {
 			row("", "  client %s, owner %s", h.ClientID, h.OwnerID)
 		}
+	}
+	if r.Mode != "" {
+		writeWaitingWriters(&b, r)
 	}
 	if r.HasToken {
 		row("token", "%d (last fencing token granted)", r.Token)
@@ -168,6 +171,40 @@ func writeText(w io.Writer, r *inspect.Report, fair bool) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// rwRole describes a holder of a read-write lock: writer, or reader with
+// its own remaining lease; nothing for other locks.
+func rwRole(r *inspect.Report, h inspect.Holder) string {
+	switch {
+	case r.Mode == "":
+		return ""
+	case h.Writer:
+		return "  (writer)"
+	case h.Lease < 0:
+		return "  (reader, no expiry)"
+	case h.Lease == 0:
+		return "  (reader, lease ran out: pruned at the next writer's attempt)"
+	}
+	return "  (reader, lease " + roundDur(h.Lease) + ")"
+}
+
+// writeWaitingWriters prints a read-write lock's waiting writers.
+func writeWaitingWriters(b *strings.Builder, r *inspect.Report) {
+	if len(r.WaitingWriters) == 0 {
+		fmt.Fprintf(b, "%-12s %s\n", "waiting", "no writer waits")
+		return
+	}
+	fmt.Fprintf(b, "%-12s %s keep new readers out\n", "waiting", plural(int64(len(r.WaitingWriters)), "writer"))
+	for i, w := range r.WaitingWriters {
+		dl := "until " + w.Deadline.Format(timeFormat)
+		if w.Overdue(r.Time) {
+			dl += " (overdue: no longer waiting)"
+		} else {
+			dl += " (in " + roundDur(w.Deadline.Sub(r.Time)) + ")"
+		}
+		fmt.Fprintf(b, "  %2d. %s\n      %s\n", i+1, w.Field, dl)
+	}
 }
 
 func plural(n int64, word string) string {
@@ -200,6 +237,14 @@ type jsonReport struct {
 	Channel     string       `json:"channel"`
 	Subscribers int64        `json:"subscribers"`
 	Queue       []jsonWaiter `json:"queue"`
+	// A read-write lock's waiting writers; absent for other locks.
+	WaitingWriters *[]jsonWaitingWriter `json:"waiting_writers,omitempty"`
+}
+
+type jsonWaitingWriter struct {
+	Field    string    `json:"field"`
+	Deadline time.Time `json:"deadline"`
+	InMillis int64     `json:"in_ms"` // deadline - time; negative when overdue
 }
 
 type jsonHolder struct {
@@ -207,6 +252,10 @@ type jsonHolder struct {
 	ClientID string `json:"client_id"`
 	OwnerID  string `json:"owner_id"`
 	Holds    int64  `json:"holds"`
+	// A read-write lock's holders: writer, or a reader's own lease (ms;
+	// 0: ran out, -1: no expiry). Absent for other locks.
+	Writer          *bool  `json:"writer,omitempty"`
+	ReadLeaseMillis *int64 `json:"read_lease_ms,omitempty"`
 }
 
 type jsonWaiter struct {
@@ -233,7 +282,22 @@ func toJSON(r *inspect.Report) jsonReport {
 		j.Token = &tok
 	}
 	for _, h := range r.Holders {
-		j.Holders = append(j.Holders, jsonHolder(h))
+		jh := jsonHolder{Field: h.Field, ClientID: h.ClientID, OwnerID: h.OwnerID, Holds: h.Holds}
+		if r.Mode != "" {
+			writer, ms := h.Writer, max(h.Lease.Milliseconds(), -1)
+			jh.Writer = &writer
+			if !writer {
+				jh.ReadLeaseMillis = &ms
+			}
+		}
+		j.Holders = append(j.Holders, jh)
+	}
+	if r.Mode != "" {
+		ws := []jsonWaitingWriter{}
+		for _, w := range r.WaitingWriters {
+			ws = append(ws, jsonWaitingWriter{w.Field, w.Deadline, w.Deadline.Sub(r.Time).Milliseconds()})
+		}
+		j.WaitingWriters = &ws
 	}
 	for _, q := range r.Queue {
 		w := jsonWaiter{Field: q.Field, Overdue: q.Overdue(r.Time), Channel: q.Channel, Subscribers: q.Subscribers}

@@ -27,6 +27,7 @@ import (
 	"github.com/rlock-go/rlock/internal/inspect"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/reentrant"
+	"github.com/rlock-go/rlock/rwlock"
 )
 
 // bin is the rlock binary built once by TestMain; the end-to-end tests run it.
@@ -575,4 +576,58 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// TestInspectAndUnlockRWLock: inspect shows an rlock read-write lock's
+// readers with their leases and its waiting writer (text and JSON);
+// unlock --force deletes it and wakes the waiting writer at once (its
+// writer wait and the readers' leases are an hour: only the wake-up can
+// grant it in time).
+func TestInspectAndUnlockRWLock(t *testing.T) {
+	b := redistest.Real(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := rlock.NewClient(b.NewClient(t), rlock.WithMaxPoll(time.Hour))
+	require.NoError(t, err)
+	defer c.Close()
+	name := "cli-rwlock"
+	opts := []rwlock.Option{rwlock.WithLease(time.Hour), rwlock.WithWriterWait(time.Hour)}
+	r, err := rwlock.New(c, name, opts...)
+	require.NoError(t, err)
+	require.NoError(t, r.ReadLock().Lock(ctx))
+	w, err := rwlock.New(c, name, opts...)
+	require.NoError(t, err)
+	wrote := make(chan error, 1)
+	go func() { wrote <- w.WriteLock().Lock(ctx) }()
+	require.Eventually(t, func() bool {
+		ws, err := w.WaitingWriters(ctx)
+		return err == nil && len(ws) == 1
+	}, 10*time.Second, time.Millisecond)
+
+	code, out, errOut := runBin(t, "", "inspect", redisURL(b), name)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "mode         read (a Redisson read-write lock)")
+	require.Regexp(t, `1 hold  \(reader, lease (59m59\.\d|1h0m0)s?\)`, out)
+	require.Contains(t, out, "waiting      1 writer keep new readers out")
+	require.Contains(t, out, "redisson_rwlock:{cli-rwlock}")
+	code, out, errOut = runBin(t, "", "inspect", "--json", redisURL(b), name)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, `"waiting_writers":[{"field":`)
+	require.Contains(t, out, `"writer":false,"read_lease_ms":`)
+
+	code, _, errOut = runBin(t, "", "unlock", "--force", "--yes", redisURL(b), name)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "every waiter was woken")
+	require.NoError(t, <-wrote, "the waiting writer was woken and granted")
+	require.ErrorIs(t, r.ReadLock().Unlock(ctx), rlock.ErrNotHeld)
+	require.NoError(t, w.WriteLock().Unlock(ctx))
+}
+
+// TestDemoPriceCache: the read-heavy run reports no torn read under the
+// read-write lock.
+func TestDemoPriceCache(t *testing.T) {
+	code, out, errOut := runBin(t, "", "demo", "--progress=off", "--services=2", "--workers=3", "--stock=5", "--work=1ms", "--locks=none", "--price-cache=10")
+	require.Equal(t, 0, code, errOut)
+	require.Regexp(t, `rwlock +\d+ +10 +0 `, out)
+	require.Contains(t, out, "With the read-write lock, no reader saw a half-written price.")
 }

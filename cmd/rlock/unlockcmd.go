@@ -97,20 +97,11 @@ func unlockCmd(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	defer c.Close()
-	cc, _ := core.Of(c)
-	kind := core.Reentrant
-	if len(r.Queue) > 0 {
-		kind = core.Fair
-	}
-	l, err := cc.NewLock(name, core.LockConfig{Kind: kind, Lease: rlock.WatchdogMode})
-	if err != nil {
-		return err
-	}
 	fields := make([]string, len(r.Holders))
 	for i, h := range r.Holders {
 		fields[i] = h.Field
 	}
-	outcome, err := l.ForceUnlockHeldBy(ctx, fields)
+	outcome, err := forceUnlock(ctx, c, r, fields)
 	if err != nil {
 		return err
 	}
@@ -127,13 +118,32 @@ func unlockCmd(ctx context.Context, args []string, e env) error {
 	}
 	fmt.Fprintf(e.stdout, "Force-unlocked %s (was held by %s).\n", name, held)
 	if r.Mode != "" {
-		fmt.Fprintf(e.stderr, "note: %s is a Redisson read-write lock; its waiters listen on another channel and retry when their wait times out.\n", name)
+		fmt.Fprintf(e.stderr, "note: %s is a Redisson read-write lock (was in %s mode); every waiter was woken. Waiting writers keep their places.\n", name, r.Mode)
 	}
 	if len(r.Queue) > 0 {
 		fmt.Fprintf(e.stderr, "note: %s has a fair queue of %s; the first live one was woken.\n",
 			name, plural(int64(len(r.Queue)), "waiter"))
 	}
 	return nil
+}
+
+// forceUnlock deletes lock r if exactly fields hold it, with the script of
+// its kind: a read-write lock's (any mode, wakes every waiter), a fair
+// lock's (wakes the head of its queue) or the reentrant lock's.
+func forceUnlock(ctx context.Context, c *rlock.Client, r *inspect.Report, fields []string) (int64, error) {
+	cc, _ := core.Of(c)
+	if r.Mode != "" {
+		return cc.ForceUnlockRW(ctx, r.Name, fields...)
+	}
+	kind := core.Reentrant
+	if len(r.Queue) > 0 {
+		kind = core.Fair
+	}
+	l, err := cc.NewLock(r.Name, core.LockConfig{Kind: kind, Lease: rlock.WatchdogMode})
+	if err != nil {
+		return 0, err
+	}
+	return l.ForceUnlockHeldBy(ctx, fields)
 }
 
 // describeHolders names the holders of a locked lock for the prompt.

@@ -44,4 +44,13 @@ var (
 	// the wrong shape (for example, a key of another type under the lock's
 	// name). It is never read as "acquired".
 	ErrUnexpectedReply = errors.New("rlock: unexpected reply from Redis")
+
+	// ErrUpgrade means the caller's owner asked for the write lock of a
+	// read-write lock while it holds that lock's read lock. The write lock
+	// would wait for the owner's own read holds, for ever (Redisson blocks
+	// here); rlock refuses at once instead, holds and registers nothing.
+	// Release every read hold first, then ask for the write lock (others
+	// may take the lock in between), or take the write lock first and the
+	// read lock under it (a downgrade, always granted).
+	ErrUpgrade = errors.New("rlock: the owner holds the read lock; the write lock would wait for itself")
 )

@@ -143,6 +143,8 @@ func (l *Lock) attemptLocked(ctx context.Context, o *ownerState, req request, st
 		return outcome{}, l.acquireFailed(ctx, o, err, req.retrying && callerWaits(state))
 	case rep.kind == goneAtReentry:
 		return outcome{}, l.lostAtReentry(o, "was no longer held at re-entry")
+	case rep.kind == upgradeRefused:
+		return outcome{}, fmt.Errorf("%w: %q", base.ErrUpgrade, l.name)
 	case rep.kind == refused:
 		return l.refused(o, rep.wait), nil
 	case rep.syncErr != nil || rep.sync.Unsynced():
@@ -191,9 +193,10 @@ func (l *Lock) prepare(ctx context.Context, o *ownerState, retrying bool) error 
 type replyKind uint8
 
 const (
-	granted       replyKind = iota // the owner holds the lock: holds and token
-	refused                        // not granted: wait at most wait
-	goneAtReentry                  // the owner re-entered a lock it no longer held
+	granted        replyKind = iota // the owner holds the lock: holds and token
+	refused                         // not granted: wait at most wait
+	goneAtReentry                   // the owner re-entered a lock it no longer held
+	upgradeRefused                  // a read-write lock's writer asked while its owner reads
 )
 
 // acquireReply is an acquire script's reply, with its replication.
@@ -207,8 +210,10 @@ type acquireReply struct {
 
 // parseAcquireReply recognises the three replies every acquire script
 // gives: {1, holds ≥ 1, token ≥ 0} for a grant, {0, wait ms} for a
-// refusal, and {-1, 0} for a re-entry that found the owner's holds gone.
-// Anything else is not a reply of an acquire script.
+// refusal, and {-1, 0} for a re-entry that found the owner's holds gone;
+// and the read-write lock writer's {-2, 0}: refused for good, as its owner
+// holds the read lock (an upgrade). Anything else is not a reply of an
+// acquire script.
 func parseAcquireReply(res []int64) (acquireReply, bool) {
 	switch {
 	case len(res) == 3 && res[0] == 1 && res[1] >= 1 && res[2] >= 0:
@@ -217,6 +222,8 @@ func parseAcquireReply(res []int64) (acquireReply, bool) {
 		return acquireReply{kind: refused, wait: time.Duration(res[1]) * time.Millisecond}, true
 	case len(res) == 2 && res[0] == -1:
 		return acquireReply{kind: goneAtReentry}, true
+	case len(res) == 2 && res[0] == -2:
+		return acquireReply{kind: upgradeRefused}, true
 	}
 	return acquireReply{}, false
 }

@@ -35,7 +35,8 @@
 //   - lease.go: SetLease, and what protects a holding (watchdog, lease).
 //   - owner.go, holding.go: the bookkeeping above.
 //   - query.go: IsLocked, HoldCount, TTL, Queue and the handle's view of
-//     its holding.
+//     its holding; rwstate.go: a read-write lock's state and its
+//     force-unlock in any mode.
 //
 // # Lock kinds
 //
@@ -57,22 +58,26 @@
 //     queue timeout; each owner listens on its own channel; leaving takes
 //     the owner out of the queue. It also answers Queue (the lined
 //     interface).
+//   - readKind and writeKind (kind.go, rwstate.go): the two sides of a
+//     read-write lock (Redisson's RReadWriteLock: one hash with a "mode"
+//     field, reader fields "<owner>" and the writer's "<owner>:write", one
+//     timeout key per read hold, one channel "redisson_rwlock:{name}").
+//     The kind's field method maps an owner to the hash field its holds
+//     count in, so an owner's read and write holds have separate
+//     ownerStates, each with its own hold count, holding and settling.
+//     Readers wait on the shared channel without waiting behind each
+//     other; a blocking writer's attempts register it as a waiting writer
+//     (which keeps new readers out) and renew its entry every third of the
+//     writer-wait timeout; leaving takes it out (rw_leave.lua); the last
+//     reader's release wakes a writer first (waitPlan.prefer). A writer
+//     whose owner reads is refused for good ({-2, 0}: ErrUpgrade). The
+//     read kind counts a reader's holds only while a timeout key lives
+//     (counted), and both sides answer IsLocked from one consistent view
+//     (rwSide, RWState). Renewal needs nothing of its own: renew.lua tells
+//     a read-write hash by its mode and renews a reader's timeout keys.
 //
-// A read-write lock (Redisson's RReadWriteLock: one hash with a "mode"
-// field, reader fields "<owner>" and the writer's "<owner>:write", one
-// timeout key per read hold, one channel "redisson_rwlock:{name}") plugs
-// in as two kinds over the same name, readKind and writeKind, whose
-// scripts answer in the engine's reply shapes and share the lock's
-// channel (a waitPlan without behind, as readers may all be granted at
-// once). The seam needs one addition for it: a kind method that maps an
-// owner to the hash field its holds count in (the writer's
-// "<owner>:write"; both kinds today use the owner itself), so that an
-// owner's read and write holds have separate ownerStates, each with its
-// own hold count and settling. The read kind's renew call renews the
-// owner's per-hold timeout keys with the hash; the watchdog
-// (internal/renewal) renews in batches with the reentrant renew script,
-// so it needs a read-hold variant before read holds can run in watchdog
-// mode. Nothing in attempt, wait or release changes.
+// Beyond recognising the upgrade refusal, nothing in attempt, wait or
+// release is kind-specific.
 package core
 
 var unwrap func(any) (*Client, bool)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -41,6 +42,10 @@ type kind interface {
 	// waiting Lock call returns without the lock; false for a kind whose
 	// waiters leave no trace on the server.
 	leave(field, pub string) (scriptCall, bool)
+	// field is the hash field in which owner's holds of this kind count:
+	// the owner itself, or a read-write lock writer's "<owner>:write", so
+	// that an owner's read and write holds have separate ownerStates.
+	field(owner string) string
 }
 
 // scriptCall is one script with its KEYS and ARGV.
@@ -56,6 +61,8 @@ type waitPlan struct {
 	queue   bool          // its attempts queue the owner, then renew its place
 	poll    time.Duration // longest wait between attempts; noBound: the lock's TTL decides
 	behind  bool          // a call that does not re-enter waits behind the client's calls already waiting before it tries
+	prefer  bool          // an unlock message ("0") wakes it before the channel's other waiters
+	early   bool          // join before the first attempt, so that no release between the two goes only to other waiters
 }
 
 // noBound is a waitPlan's poll when only the lock's TTL (or the client's
@@ -65,10 +72,15 @@ const noBound time.Duration = 1<<63 - 1
 // newKind returns the kind of a lock called name configured by cfg.
 func newKind(name string, cfg LockConfig) kind {
 	h := hashLock{name: name, token: base.DerivedKey(base.TokenPrefix, name), fencing: boolArg(cfg.Fencing)}
-	if cfg.Kind == Fair {
+	switch cfg.Kind {
+	case Fair:
 		return &fairKind{hashLock: h, channel: base.Channel(name), queueTimeout: cfg.QueueTimeout, threadWait: cmp.Or(cfg.ThreadWait, DefaultThreadWait),
 			queue: base.DerivedKey(base.QueuePrefix, name), timeouts: base.DerivedKey(base.TimeoutPrefix, name),
 			alive: base.DerivedKey(base.TimeoutPrefix, name) + ":rlock"}
+	case Read:
+		return &readKind{rwLock: newRWLock(h)}
+	case Write:
+		return &writeKind{rwLock: newRWLock(h), writerWait: cfg.WriterWait}
 	}
 	return &reentrantKind{hashLock: h, channel: base.Channel(name)}
 }
@@ -84,6 +96,10 @@ type hashLock struct {
 func (k *hashLock) renew(field string, ttl time.Duration) scriptCall {
 	return scriptCall{lua.Renew, []string{k.name}, []any{ttl.Milliseconds(), field}}
 }
+
+// field: the reentrant and fair kinds count an owner's holds under the
+// owner itself.
+func (k *hashLock) field(owner string) string { return owner }
 
 // reentrantKind is Redisson's RLock: one channel per lock, on which every
 // release publishes, and waiters that leave no trace on the server.
@@ -159,6 +175,111 @@ func (k *fairKind) waitPlan(field string) waitPlan {
 func (k *fairKind) leave(field, pub string) (scriptCall, bool) {
 	return scriptCall{lua.FairLeave, k.lineKeys(), []any{field, base.UnlockMessage, k.channel, pub, k.threadWait.Milliseconds()}}, true
 }
+
+// rwLock is what the two sides of a read-write lock (Redisson's
+// RReadWriteLock) share: the hash with its "mode" field, in which readers
+// count under "<owner>" and the writer under "<owner>:write"; one timeout
+// key per read hold; the writer-wait set; one channel for both sides.
+// Renewal is hashLock's: renew.lua tells a read-write hash by its mode.
+type rwLock struct {
+	hashLock
+	channel string // redisson_rwlock:{name}
+	wait    string // the writer-wait set
+}
+
+func newRWLock(h hashLock) rwLock {
+	return rwLock{hashLock: h, channel: base.RWChannel(h.name), wait: base.WriterWait(h.name)}
+}
+
+func (k *rwLock) latchKeys(latch string) []string { return []string{k.name, k.channel, latch} }
+
+// readKind is the read side: shared by any number of owners, kept out by a
+// writer holding the lock and by writers waiting for readers to leave.
+type readKind struct{ rwLock }
+
+func (k *readKind) acquire(field string, count int64, lease time.Duration, _ bool, _ string) scriptCall {
+	return scriptCall{lua.RWReadLock, []string{k.name, k.wait}, []any{lease.Milliseconds(), field, count, base.WriterField(field)}}
+}
+
+// release: only the release that leaves no holder at all publishes, the
+// unlock message "0", meant for a writer.
+func (k *readKind) release(field string, count int64, lease time.Duration, latch string, replay time.Duration, pub string) scriptCall {
+	return scriptCall{lua.RWUnlockRead, k.latchKeys(latch),
+		[]any{lease.Milliseconds(), field, count, base.UnlockMessage, replay.Milliseconds(), pub}}
+}
+
+func (k *readKind) forceUnlock(latch string, replay time.Duration, pub string) scriptCall {
+	return scriptCall{lua.RWForceUnlock, k.latchKeys(latch), []any{base.ReadUnlockMessage, replay.Milliseconds(), "read", pub}}
+}
+
+// waitPlan: readers may be granted all at once, so none waits behind
+// another; the reply's wait (a writer's lease, or the first waiting
+// writer's deadline) bounds the sleep.
+func (k *readKind) waitPlan(string) waitPlan {
+	return waitPlan{channel: k.channel, poll: noBound, early: true}
+}
+
+func (k *readKind) leave(_, _ string) (scriptCall, bool) { return scriptCall{}, false }
+
+// holds is the call that reads field's live hold count: a reader whose
+// timeout keys all ran out holds nothing, whatever its field says.
+func (k *readKind) holds(field string) scriptCall {
+	return scriptCall{lua.RWHolds, []string{k.name}, []any{field}}
+}
+
+func (k *readKind) lockedIn(s RWState) bool { return len(s.Readers) > 0 }
+
+// writeKind is the write side: exclusive; a blocking writer that finds
+// readers registers in the writer-wait set, which keeps new readers out
+// until it had its turn, and renews its entry at least every third of the
+// writer-wait timeout.
+type writeKind struct {
+	rwLock
+	writerWait time.Duration
+}
+
+func (k *writeKind) field(owner string) string { return base.WriterField(owner) }
+
+func (k *writeKind) acquire(field string, count int64, lease time.Duration, queue bool, _ string) scriptCall {
+	reader := strings.TrimSuffix(field, base.WriterFieldSuffix)
+	return scriptCall{lua.RWWriteLock, []string{k.name, k.token, k.wait},
+		[]any{lease.Milliseconds(), field, count, k.fencing, reader, k.writerWait.Milliseconds(), boolArg(queue)}}
+}
+
+// release: the last write release publishes "1", which wakes every waiter
+// (readers may all enter, and a writer may take a free lock).
+func (k *writeKind) release(field string, count int64, lease time.Duration, latch string, replay time.Duration, pub string) scriptCall {
+	return scriptCall{lua.RWUnlockWrite, k.latchKeys(latch),
+		[]any{lease.Milliseconds(), field, count, base.ReadUnlockMessage, replay.Milliseconds(), pub}}
+}
+
+func (k *writeKind) forceUnlock(latch string, replay time.Duration, pub string) scriptCall {
+	return scriptCall{lua.RWForceUnlock, k.latchKeys(latch), []any{base.ReadUnlockMessage, replay.Milliseconds(), "write", pub}}
+}
+
+// waitPlan: a blocking writer's attempts register it as a waiting writer
+// (when readers are in the way) and renew its entry, at least every third
+// of the writer-wait timeout, whatever the reply's wait says. The last
+// reader's release ("0") wakes a writer before the client's waiting
+// readers, which could not use it.
+func (k *writeKind) waitPlan(string) waitPlan {
+	return waitPlan{channel: k.channel, queue: true, poll: k.writerWait / 3, prefer: true, early: true}
+}
+
+// leave takes a writer that gives up out of the writer-wait set, waking
+// the readers it kept out when it was the last.
+func (k *writeKind) leave(field, pub string) (scriptCall, bool) {
+	return scriptCall{lua.RWLeave, []string{k.name, k.wait, k.channel}, []any{field, base.ReadUnlockMessage, pub}}, true
+}
+
+func (k *writeKind) lockedIn(s RWState) bool { return s.Writer != nil }
+
+// counted is a kind whose hold count is not simply its hash field's value.
+type counted interface{ holds(field string) scriptCall }
+
+// rwSide is a side of a read-write lock, which is locked when it has a
+// live holder of its own (see RWState).
+type rwSide interface{ lockedIn(s RWState) bool }
 
 // line is the call that reads the queue (see Lock.Queue).
 func (k *fairKind) line() scriptCall { return scriptCall{lua.FairQueue, k.lineKeys(), nil} }

@@ -18,6 +18,11 @@ const (
 	Reentrant Kind = iota
 	// Fair is Redisson's RFairLock: reentrant, granted in arrival order.
 	Fair
+	// Read is the read side of Redisson's RReadWriteLock: shared.
+	Read
+	// Write is the write side of Redisson's RReadWriteLock: exclusive,
+	// and not starved by readers (see WriterWait).
+	Write
 )
 
 // DefaultQueueTimeout is how long a fair-lock waiter keeps its place
@@ -28,6 +33,11 @@ const DefaultQueueTimeout = 30 * time.Second
 // otherwise: Redisson's default fairLockWaitTimeout, 5 min.
 const DefaultThreadWait = 5 * time.Minute
 
+// DefaultWriterWait is how long a waiting writer of a read-write lock
+// keeps new readers out without renewing its entry, unless configured
+// otherwise.
+const DefaultWriterWait = 10 * time.Second
+
 // LockConfig configures a lock handle. The public packages validate it.
 type LockConfig struct {
 	Kind         Kind
@@ -36,7 +46,8 @@ type LockConfig struct {
 	// ThreadWait is the fair queue's thread wait time (Redisson's
 	// fairLockWaitTimeout; see fair_common.lua); 0: DefaultThreadWait.
 	ThreadWait time.Duration
-	Fencing    bool // issue fencing tokens
+	WriterWait time.Duration // read-write only; 0: DefaultWriterWait
+	Fencing    bool          // issue fencing tokens
 }
 
 // Lock is the engine behind a reentrant or fair lock handle.
@@ -61,6 +72,9 @@ func (c *Client) NewLock(name string, cfg LockConfig) (*Lock, error) {
 	if cfg.QueueTimeout == 0 {
 		cfg.QueueTimeout = DefaultQueueTimeout
 	}
+	if cfg.WriterWait == 0 {
+		cfg.WriterWait = DefaultWriterWait
+	}
 	return &Lock{
 		c:       c,
 		name:    name,
@@ -68,6 +82,23 @@ func (c *Client) NewLock(name string, cfg LockConfig) (*Lock, error) {
 		kind:    newKind(name, cfg),
 		ownerID: "#" + strconv.FormatUint(c.handles.Add(1), 10),
 	}, nil
+}
+
+// NewRWLock returns the engines of the read and the write handle of the
+// read-write lock called name. Both use one default owner, so that the
+// handle pair of one read-write lock is one owner (a writer that takes
+// the read lock downgrades). read and write configure each side; their
+// Kind is set here. It does no I/O.
+func (c *Client) NewRWLock(name string, read, write LockConfig) (r, w *Lock, err error) {
+	read.Kind, write.Kind = Read, Write
+	if r, err = c.NewLock(name, read); err != nil {
+		return nil, nil, err
+	}
+	if w, err = c.NewLock(name, write); err != nil {
+		return nil, nil, err
+	}
+	w.ownerID = r.ownerID
+	return r, w, nil
 }
 
 // Name returns the lock's name.
@@ -109,11 +140,17 @@ func (l *Lock) TryLockLease(ctx context.Context, lease time.Duration) error {
 	return l.lock(ctx, false, lease)
 }
 
+// field returns the hash field of the caller's owner's holds of this kind.
+func (l *Lock) field(ctx context.Context) (string, error) {
+	owner, err := l.Owner(ctx)
+	return l.kind.field(owner), err
+}
+
 func (l *Lock) lock(ctx context.Context, wait bool, lease time.Duration) error {
 	if err := base.CheckLease(lease); err != nil {
 		return err
 	}
-	field, err := l.Owner(ctx)
+	field, err := l.field(ctx)
 	if err != nil {
 		return err
 	}

@@ -11,10 +11,15 @@ import (
 	"github.com/rlock-go/rlock/internal/base"
 )
 
-// IsLocked reports whether any owner holds the lock.
+// IsLocked reports whether any owner holds the lock; for a side of a
+// read-write lock, whether it has a live holder of that side.
 func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
 	if err := base.CheckContext(ctx); err != nil {
 		return false, err
+	}
+	if side, ok := l.kind.(rwSide); ok {
+		s, err := l.c.RWState(ctx, l.name)
+		return err == nil && side.lockedIn(s), err
 	}
 	n, err := l.c.rdb.Exists(ctx, l.name).Result()
 	if err != nil {
@@ -25,18 +30,28 @@ func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
 
 // HoldCount returns how many holds the caller's owner has on the lock.
 func (l *Lock) HoldCount(ctx context.Context) (int, error) {
-	field, err := l.Owner(ctx)
+	field, err := l.field(ctx)
 	if err != nil {
 		return 0, err
 	}
-	n, err := l.c.rdb.HGet(ctx, l.name, field).Int()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
+	n, err := l.serverHolds(ctx, field)
 	if err != nil {
 		return 0, fmt.Errorf("rlock: querying %q: %w", l.name, err)
 	}
-	return n, nil
+	return int(n), nil
+}
+
+// serverHolds returns the hold count of field on the server: the hash
+// field's value, or what the kind counts (a reader's live holds).
+func (l *Lock) serverHolds(ctx context.Context, field string) (int64, error) {
+	if k, ok := l.kind.(counted); ok {
+		return l.c.runCall(ctx, k.holds(field)).Int64()
+	}
+	n, err := l.c.rdb.HGet(ctx, l.name, field).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	return n, err
 }
 
 // TTL returns the lock's remaining lease, whoever holds it.

@@ -2,13 +2,10 @@ package core
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/rlock-go/rlock/internal/base"
 )
@@ -30,7 +27,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 // lockOwner returns the caller's owner's state with its semaphore held,
 // or ctx's error if ctx ends first; the caller ends with unlockOwner.
 func (l *Lock) lockOwner(ctx context.Context) (*ownerState, error) {
-	field, err := l.Owner(ctx)
+	field, err := l.field(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -150,10 +147,7 @@ func (l *Lock) settleLocked(ctx context.Context, o *ownerState) error {
 	if !o.unsure {
 		return nil
 	}
-	n, err := l.c.rdb.HGet(context.WithoutCancel(ctx), l.name, o.key.field).Int64()
-	if errors.Is(err, redis.Nil) {
-		n, err = 0, nil
-	}
+	n, err := l.serverHolds(context.WithoutCancel(ctx), o.key.field)
 	if err != nil {
 		return fmt.Errorf("rlock: %q: settling an earlier call whose outcome is unknown: %w", l.name, err)
 	}

@@ -41,15 +41,47 @@ func (l *Lock) join(ctx context.Context, ws *waitState) (*waiters.Waiter, outcom
 			return w, outcome{kind: notTried}, nil
 		}
 	}
+	early := l.joinEarly(ws.plan)
 	out, err := ws.retryable(l.attempt(ctx, ws.o, ws.req))
 	if err != nil || out.kind == acquired {
+		if early != nil {
+			early.Leave()
+		}
 		return nil, out, err
+	}
+	if early != nil {
+		return early, out, nil
 	}
 	w, ok := l.c.hub.Join(ws.plan.channel)
 	if !ok {
 		return nil, out, base.ErrClosed
 	}
+	if ws.plan.prefer {
+		w.Prefer()
+	}
 	return w, out, nil
+}
+
+// joinEarly joins a plan's channel before the first attempt when the
+// plan asks for it: a release published between a refused attempt and a
+// later join would wake only the client's other waiters (a read-write
+// lock's waiters do not pass on a wake-up they cannot use), and this call
+// would sleep until its poll. Joined first, it gets every message
+// published after its attempt was sent, or, on a channel not yet
+// subscribed, a wake-up once the subscription is confirmed. A call
+// granted at once leaves again (the channel lingers for the next).
+func (l *Lock) joinEarly(plan waitPlan) *waiters.Waiter {
+	if !plan.early {
+		return nil
+	}
+	w, ok := l.c.hub.Join(plan.channel)
+	if !ok {
+		return nil // closed: the attempt reports it
+	}
+	if plan.prefer {
+		w.Prefer()
+	}
+	return w
 }
 
 // waitAndRetry waits on w and attempts again until the owner holds the
@@ -126,7 +158,7 @@ func (l *Lock) leave(o *ownerState) {
 			return
 		}
 		if err := l.c.runCall(context.Background(), call).Err(); err != nil {
-			l.c.logger().Warn("rlock: leaving the fair queue failed; the place lapses at its deadline",
+			l.c.logger().Warn("rlock: leaving the line failed; the place lapses at its deadline",
 				"lock", l.name, "owner", o.key.field, "err", err)
 		}
 	}
@@ -201,7 +233,7 @@ func (ws *waitState) ctxErr(ctx context.Context) error {
 // that says to try again later, rather than a final answer.
 func transient(err error) bool {
 	for _, final := range []error{base.ErrClosed, base.ErrInvalidArgument, base.ErrLockLost,
-		base.ErrUnexpectedReply, base.ErrNotHeld, base.ErrNotObtained, context.Canceled, context.DeadlineExceeded} {
+		base.ErrUnexpectedReply, base.ErrNotHeld, base.ErrNotObtained, base.ErrUpgrade, context.Canceled, context.DeadlineExceeded} {
 		if errors.Is(err, final) {
 			return false
 		}

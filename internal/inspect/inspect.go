@@ -63,6 +63,10 @@ type Report struct {
 	// Queue is the fair lock's queue of waiters, head first; empty for a
 	// lock without one.
 	Queue []Waiter
+	// WaitingWriters are a read-write lock's writers that wait for its
+	// readers and keep new rlock readers out meanwhile (rlock's
+	// writer-wait set), first to run out first; overdue ones included.
+	WaitingWriters []WaitingWriter
 	// Channel is the lock's unlock channel and Subscribers the number of
 	// subscriptions to it (clients of any kind waiting for a release).
 	Channel     string
@@ -71,9 +75,10 @@ type Report struct {
 	Keys Keys
 }
 
-// Keys are the Redis keys of a lock.
+// Keys are the Redis keys of a lock. WriterWait is a read-write lock's
+// writer-wait set.
 type Keys struct {
-	Lock, Token, Queue, Timeout string
+	Lock, Token, Queue, Timeout, WriterWait string
 }
 
 // Holder is one field of the lock hash.
@@ -85,7 +90,28 @@ type Holder struct {
 	ClientID, OwnerID string
 	// Holds is the hold count.
 	Holds int64
+	// Writer reports a read-write lock's writer (field ending in ":write").
+	Writer bool
+	// Lease is a read-write lock reader's remaining lease: the longest
+	// remaining TTL of its timeout keys (one per read hold); 0 when every
+	// one ran out (the reader is gone and is pruned at the next writer's
+	// attempt); negative when one has no expiry. Zero for other holders,
+	// whose lease is the lock's TTL.
+	Lease time.Duration
 }
+
+// WaitingWriter is one entry of a read-write lock's writer-wait set.
+type WaitingWriter struct {
+	// Field is the writer's field, "<clientID>:<ownerID>:write".
+	Field string
+	// Deadline is when it stops keeping readers out unless it renews its
+	// entry (a live waiting writer does, every third of its writer wait).
+	Deadline time.Time
+}
+
+// Overdue reports whether the writer's deadline has passed at now: it no
+// longer keeps readers out.
+func (w WaitingWriter) Overdue(now time.Time) bool { return !w.Deadline.After(now) }
 
 // Waiter is one entry of a fair lock's queue.
 type Waiter struct {
@@ -113,6 +139,8 @@ func KeysOf(name string) Keys {
 		Token:   base.DerivedKey(base.TokenPrefix, name),
 		Queue:   base.DerivedKey(base.QueuePrefix, name),
 		Timeout: base.DerivedKey(base.TimeoutPrefix, name),
+
+		WriterWait: base.WriterWait(name),
 	}
 }
 
@@ -140,6 +168,7 @@ func Read(ctx context.Context, rdb redis.UniversalClient, name string, now time.
 		token *redis.StringCmd
 		queue *redis.StringSliceCmd
 		dls   *redis.ZSliceCmd
+		ww    *redis.ZSliceCmd
 	)
 	// The transaction's own error is that of the first failed command; each
 	// command is checked below instead, so a wrong type is named precisely.
@@ -150,6 +179,7 @@ func Read(ctx context.Context, rdb redis.UniversalClient, name string, now time.
 		token = p.Get(ctx, k.Token)
 		queue = p.LRange(ctx, k.Queue, 0, -1)
 		dls = p.ZRangeWithScores(ctx, k.Timeout, 0, -1)
+		ww = p.ZRangeWithScores(ctx, k.WriterWait, 0, -1)
 		return nil
 	})
 	if err != nil && typ == nil {
@@ -236,6 +266,21 @@ func Read(ctx context.Context, rdb redis.UniversalClient, name string, now time.
 		r.Queue = append(r.Queue, w)
 	}
 
+	if err := wrongType(ww.Err(), k.WriterWait, "sorted set"); err != nil {
+		return nil, err
+	}
+	if r.Mode != "" {
+		r.Channel = base.RWChannel(name)
+		for _, z := range ww.Val() {
+			if m, ok := z.Member.(string); ok {
+				r.WaitingWriters = append(r.WaitingWriters, WaitingWriter{Field: m, Deadline: time.UnixMilli(int64(z.Score))})
+			}
+		}
+		if err := readLeases(ctx, rdb, r); err != nil {
+			return nil, err
+		}
+	}
+
 	channels := []string{r.Channel}
 	for _, w := range r.Queue {
 		channels = append(channels, w.Channel)
@@ -249,6 +294,40 @@ func Read(ctx context.Context, rdb redis.UniversalClient, name string, now time.
 		r.Queue[i].Subscribers = subs[r.Queue[i].Channel]
 	}
 	return r, nil
+}
+
+// readLeases fills in the remaining lease of each reader of read-write
+// lock r from its timeout keys (one round trip, after the snapshot: a
+// reader may have come or gone in between).
+func readLeases(ctx context.Context, rdb redis.UniversalClient, r *Report) error {
+	cmds := make([][]*redis.DurationCmd, len(r.Holders))
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, h := range r.Holders {
+			if strings.HasSuffix(h.Field, base.WriterFieldSuffix) {
+				continue
+			}
+			for n := int64(1); n <= min(h.Holds, 1000); n++ {
+				cmds[i] = append(cmds[i], p.PTTL(ctx, base.RWTimeoutKey(r.Name, h.Field, n)))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("reading the read holds of %q: %w", r.Name, err)
+	}
+	for i := range r.Holders {
+		h := &r.Holders[i]
+		h.Writer = strings.HasSuffix(h.Field, base.WriterFieldSuffix)
+		for _, c := range cmds[i] {
+			switch d := c.Val(); {
+			case d == -1 || d == -time.Millisecond: // no expiry
+				h.Lease = -time.Millisecond
+			case d > h.Lease && h.Lease >= 0:
+				h.Lease = d
+			}
+		}
+	}
+	return nil
 }
 
 // wrongType turns a Redis WRONGTYPE error on key into ErrNotALock and

@@ -15,6 +15,7 @@ import (
 	"github.com/rlock-go/rlock/internal/inspect"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/reentrant"
+	"github.com/rlock-go/rlock/rwlock"
 )
 
 func TestMain(m *testing.M) {
@@ -137,6 +138,8 @@ func TestReadHashTagName(t *testing.T) {
 		Token:   base.TokenPrefix + ":{orders}:42",
 		Queue:   base.QueuePrefix + ":{orders}:42",
 		Timeout: base.TimeoutPrefix + ":{orders}:42",
+
+		WriterWait: base.WriterWaitPrefix + ":{orders}:42",
 	}, k)
 	require.Equal(t, base.QueuePrefix+":{a}", inspect.KeysOf("a").Queue)
 }
@@ -181,4 +184,70 @@ func TestReadUnreachable(t *testing.T) {
 	_, err := inspect.Read(context.Background(), rdb, "x", time.Now())
 	require.Error(t, err)
 	require.False(t, errors.Is(err, inspect.ErrNotALock))
+}
+
+// TestReadRWLock: readers of an rlock read-write lock with their own
+// leases, a dead reader (its timeout keys gone) with none, and a waiting
+// writer from the writer-wait set; the channel is the read-write one.
+func TestReadRWLock(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		rdb := b.NewClient(t)
+		c, err := rlock.NewClient(rdb)
+		require.NoError(t, err)
+		defer c.Close()
+		name := redistest.Name(t)
+		short, err := rwlock.New(c, name, rwlock.WithLease(time.Minute))
+		require.NoError(t, err)
+		long, err := rwlock.New(c, name, rwlock.WithLease(time.Hour))
+		require.NoError(t, err)
+		require.NoError(t, short.ReadLock().Lock(ctx))
+		require.NoError(t, long.ReadLock().Lock(ctx))
+		require.NoError(t, long.ReadLock().Lock(ctx))
+		// A reader without timeout keys: gone (a writer's attempt prunes it).
+		require.NoError(t, rdb.HSet(ctx, name, "java-1:7", 1).Err())
+		now := time.Now()
+		r, err := inspect.Read(ctx, rdb, name, now)
+		require.NoError(t, err)
+		require.Equal(t, "read", r.Mode)
+		require.Equal(t, base.RWChannel(name), r.Channel)
+		require.Len(t, r.Holders, 3)
+		leases := map[string]time.Duration{}
+		for _, h := range r.Holders {
+			require.False(t, h.Writer)
+			leases[h.Field] = h.Lease
+		}
+		so, _ := short.ReadLock().Owner(ctx)
+		lo, _ := long.ReadLock().Owner(ctx)
+		require.Zero(t, leases["java-1:7"], "gone")
+		require.InDelta(t, time.Minute, leases[so], float64(10*time.Second))
+		require.Greater(t, leases[lo], 59*time.Minute)
+		require.Empty(t, r.WaitingWriters)
+
+		w, err := rwlock.New(c, name)
+		require.NoError(t, err)
+		wctx, stop := context.WithCancel(ctx)
+		wrote := make(chan error, 1)
+		go func() { wrote <- w.WriteLock().Lock(wctx) }()
+		require.Eventually(t, func() bool {
+			ws, err := w.WaitingWriters(ctx)
+			return err == nil && len(ws) == 1
+		}, 10*time.Second, time.Millisecond)
+		now = time.Now()
+		r, err = inspect.Read(ctx, rdb, name, now)
+		require.NoError(t, err)
+		require.Len(t, r.Holders, 2, "the writer pruned the gone reader")
+		wo, _ := w.WriteLock().Owner(ctx)
+		require.Len(t, r.WaitingWriters, 1)
+		require.Equal(t, base.WriterField(wo), r.WaitingWriters[0].Field)
+		require.False(t, r.WaitingWriters[0].Overdue(now))
+		require.Positive(t, r.Subscribers, "the writer waits on the read-write channel")
+
+		stop()
+		require.ErrorIs(t, <-wrote, context.Canceled)
+		require.NoError(t, short.ReadLock().Unlock(ctx))
+		require.NoError(t, long.ReadLock().Unlock(ctx))
+		require.NoError(t, long.ReadLock().Unlock(ctx))
+	})
 }

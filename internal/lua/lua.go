@@ -29,10 +29,10 @@ var (
 func withHolds(name string) string { return holdsSrc + "\n" + src(name) }
 
 // rw builds a read-write-lock script (and renew.lua, which serves that
-// kind too): the preludes holds.lua, clock.lua and rw_common.lua, then the
-// script itself.
+// kind too): the preludes publish.lua, holds.lua, clock.lua and
+// rw_common.lua, then the script itself.
 func rw(name string) *redis.Script {
-	return redis.NewScript(holdsSrc + "\n" + clockSrc + "\n" + rwCommonSrc + "\n" + src(name))
+	return redis.NewScript(withPublish(holdsSrc + "\n" + clockSrc + "\n" + rwCommonSrc + "\n" + src(name)))
 }
 
 // withPublish prepends publish.lua, for scripts that wake waiters.
@@ -80,6 +80,11 @@ var (
 	// RWLeave takes a waiting writer out of the writer-wait set (see
 	// rw_leave.lua).
 	RWLeave = rw("rw_leave")
+	// RWHolds reads a reader's live hold count (see rw_holds.lua).
+	RWHolds = rw("rw_holds")
+	// RWState reads a read-write lock's holders, their leases and its
+	// waiting writers in one consistent view (see rw_state.lua).
+	RWState = rw("rw_state")
 )
 
 func fair(src string) *redis.Script {
@@ -90,5 +95,5 @@ func fair(src string) *redis.Script {
 func All() []*redis.Script {
 	return []*redis.Script{Lock, Unlock, ForceUnlock, Renew,
 		FairLock, FairUnlock, FairForceUnlock, FairLeave, FairQueue,
-		RWReadLock, RWWriteLock, RWUnlockRead, RWUnlockWrite, RWForceUnlock, RWLeave}
+		RWReadLock, RWWriteLock, RWUnlockRead, RWUnlockWrite, RWForceUnlock, RWLeave, RWHolds, RWState}
 }

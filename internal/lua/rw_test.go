@@ -103,7 +103,7 @@ func (r *rw) leave(id string) int64 {
 
 func (r *rw) force(req, mode string, holders ...string) int64 {
 	r.t.Helper()
-	args := []any{base.ReadUnlockMessage, latchTTL, mode}
+	args := []any{base.ReadUnlockMessage, latchTTL, mode, "c"}
 	if len(holders) > 0 {
 		args = append(args, holders[0])
 	}
@@ -561,5 +561,48 @@ func TestRWWrongType(t *testing.T) {
 		var rerr redis.Error
 		require.True(t, errors.As(err, &rerr), "%v", err)
 		require.Equal(t, []int64{0}, r.ints(lua.Renew, []string{r.name}, long, reader("a")))
+	})
+}
+
+// TestRWHoldsAndState: rw_holds.lua counts a reader's holds only while one
+// of its timeout keys lives; rw_state.lua shows live holders with their
+// leases and live waiting writers, and changes nothing.
+func TestRWHoldsAndState(t *testing.T) {
+	eachRW(t, func(t *testing.T, r *rw) {
+		holds := func(id string) int64 {
+			n, err := lua.RWHolds.Run(r.ctx, r.rdb, []string{r.name}, reader(id)).Int64()
+			require.NoError(t, err)
+			return n
+		}
+		state := func() []any {
+			res, err := lua.RWState.Run(r.ctx, r.rdb, []string{r.name, r.wait()}).Slice()
+			require.NoError(t, err)
+			return res
+		}
+		require.Equal(t, []any{"", int64(-2), int64(0), int64(0)}, state()[1:], "free")
+		require.Zero(t, holds("a"))
+
+		require.Equal(t, acquired(1, 0), r.read("a", 0, long))
+		require.Equal(t, acquired(2, 0), r.read("a", 1, long))
+		require.Equal(t, acquired(1, 0), r.read("b", 0, long))
+		require.Equal(t, int64(2), holds("a"))
+		blocked(t, r.write("w", 0, true)) // registers as a waiting writer
+
+		res := state()
+		require.Equal(t, "read", res[1])
+		require.Equal(t, int64(2), res[3], "two live readers")
+		byField := map[any]int64{res[4]: res[5].(int64), res[7]: res[8].(int64)}
+		require.Equal(t, map[any]int64{reader("a"): 2, reader("b"): 1}, byField)
+		require.Greater(t, res[6].(int64), int64(50_000))
+		require.Equal(t, int64(1), res[10], "one waiting writer")
+		require.Equal(t, writer("w"), res[11])
+		require.Greater(t, res[12].(int64), res[0].(int64))
+
+		// A reader whose timeout keys are gone is neither counted nor shown,
+		// and stays in the hash (the state script prunes nothing).
+		require.NoError(t, r.rdb.Del(r.ctx, r.timeoutKey("b", 1)).Err())
+		require.Zero(t, holds("b"))
+		require.Equal(t, int64(1), state()[3])
+		require.Contains(t, r.hash(), reader("b"))
 	})
 }

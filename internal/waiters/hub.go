@@ -8,8 +8,8 @@
 // it can retry knowing no later unlock can be missed), and after a
 // reconnect (messages may have been lost in the gap). An unlock message
 // ("0") wakes the longest-waiting waiter of the channel that has no wake-up
-// pending, so one release costs one retry per client rather than one per
-// waiter; a read-unlock message ("1") wakes them all. Pub/sub is only a
+// pending (a preferred one first: see Waiter.Prefer), so one release costs
+// one retry per client rather than one per waiter; a read-unlock message ("1") wakes them all. Pub/sub is only a
 // hint: callers still bound every wait by the lock's remaining TTL.
 //
 // On a Redis Cluster the hub can also listen with sharded pub/sub
@@ -185,6 +185,7 @@ type Waiter struct {
 	C     chan struct{}
 	hub   *Hub
 	topic *topic
+	first bool // an unlock message wakes it before the others (see Prefer)
 }
 
 // DefaultLinger is how long a channel stays subscribed after its last
@@ -531,7 +532,29 @@ func (h *Hub) message(channel, payload string) {
 		}
 		return
 	}
-	t.wakeOne(nil)
+	if !t.wakeFirst() {
+		t.wakeOne(nil)
+	}
+}
+
+// wakeFirst signals the longest-waiting preferred waiter that has no
+// signal pending, and reports whether there was one.
+func (t *topic) wakeFirst() bool {
+	for _, w := range t.waiters {
+		if w.first && w.signal() {
+			return true
+		}
+	}
+	return false
+}
+
+// Prefer makes an unlock message ("0") wake this waiter before the
+// channel's other waiters: a read-write lock's writer, for which the last
+// reader's release is meant (a waiting reader could not use it).
+func (w *Waiter) Prefer() {
+	w.hub.mu.Lock()
+	w.first = true
+	w.hub.mu.Unlock()
 }
 
 // wakeOne signals the longest-waiting waiter other than skip that has no

@@ -205,3 +205,37 @@ func TestModeResolution(t *testing.T) {
 		require.ErrorIs(t, err, base.ErrInvalidArgument)
 	})
 }
+
+// TestPreferredWaiterWokenFirst: an unlock message ("0") wakes a preferred
+// waiter (a read-write lock's writer) before longer-waiting others; with
+// its wake-up pending, the next goes to the longest waiter; "1" wakes all.
+func TestPreferredWaiterWokenFirst(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		rdb := b.NewClient(t)
+		h := newHub(t, rdb)
+		defer h.Close()
+		ch := redistest.Name(t)
+		reader, ok := h.Join(ch)
+		require.True(t, ok)
+		require.True(t, signalled(reader))
+		writer := h.JoinBehind(ch)
+		require.NotNil(t, writer)
+		writer.Prefer()
+
+		publish := func(msg string) { require.NoError(t, rdb.Publish(ctx, ch, msg).Err()) }
+		publish("0")
+		require.True(t, signalled(writer), "the writer first")
+		require.True(t, quiet(reader))
+		publish("0")
+		require.Eventually(t, func() bool { return len(writer.C) == 1 }, 5*time.Second, time.Millisecond)
+		publish("0")
+		require.True(t, signalled(reader), "the writer has one pending: the longest waiter next")
+		require.True(t, signalled(writer))
+		publish("1")
+		require.True(t, signalled(reader))
+		require.True(t, signalled(writer))
+		reader.Leave()
+		writer.Leave()
+	})
+}
