@@ -23,9 +23,9 @@ type kind interface {
 	// queue the owner (or renew its place).
 	acquire(field string, count int64, lease time.Duration, queue bool) scriptCall
 	// release is the call that releases one of the count holds of field,
-	// leaving lease as the TTL when holds remain; latch is a fresh
-	// request's latch key, kept for replay (see Client.replay).
-	release(field string, count int64, lease time.Duration, latch string, replay time.Duration) scriptCall
+	// leaving lease as the TTL when holds remain; a last release records
+	// itself in lt for replay.
+	release(field string, count int64, lease time.Duration, lt latch) scriptCall
 	// forceUnlock is the call that deletes the lock whoever holds it;
 	// the engine appends the expected holders, if any.
 	forceUnlock(latch string, replay time.Duration) scriptCall
@@ -45,6 +45,15 @@ type scriptCall struct {
 	script *redis.Script
 	keys   []string
 	args   []any
+}
+
+// latch is where a last release records that it ran, so that its re-send
+// answers from the record (see released_by in scripts/holds.lua): the
+// owner's latch key, the request's ID and how long the record lives (the
+// client's replay window).
+type latch struct {
+	key, request string
+	ttl          time.Duration
 }
 
 // waitPlan is how a blocked Lock call of one kind waits between attempts.
@@ -92,9 +101,9 @@ func (k *reentrantKind) acquire(field string, count int64, lease time.Duration, 
 	return scriptCall{lua.Lock, []string{k.name, k.token}, []any{lease.Milliseconds(), field, count, k.fencing}}
 }
 
-func (k *reentrantKind) release(field string, count int64, lease time.Duration, latch string, replay time.Duration) scriptCall {
-	return scriptCall{lua.Unlock, []string{k.name, k.channel, latch},
-		[]any{lease.Milliseconds(), field, count, base.UnlockMessage, replay.Milliseconds()}}
+func (k *reentrantKind) release(field string, count int64, lease time.Duration, lt latch) scriptCall {
+	return scriptCall{lua.Unlock, []string{k.name, k.channel, lt.key},
+		[]any{lease.Milliseconds(), field, count, base.UnlockMessage, lt.ttl.Milliseconds(), lt.request}}
 }
 
 func (k *reentrantKind) forceUnlock(latch string, replay time.Duration) scriptCall {
@@ -128,9 +137,9 @@ func (k *fairKind) acquire(field string, count int64, lease time.Duration, queue
 		[]any{lease.Milliseconds(), field, count, k.fencing, k.queueTimeout.Milliseconds(), boolArg(queue), k.channel, base.UnlockMessage}}
 }
 
-func (k *fairKind) release(field string, count int64, lease time.Duration, latch string, replay time.Duration) scriptCall {
-	return scriptCall{lua.FairUnlock, []string{k.name, k.queue, k.timeouts, latch},
-		[]any{lease.Milliseconds(), field, count, base.UnlockMessage, replay.Milliseconds(), k.channel}}
+func (k *fairKind) release(field string, count int64, lease time.Duration, lt latch) scriptCall {
+	return scriptCall{lua.FairUnlock, []string{k.name, k.queue, k.timeouts, lt.key},
+		[]any{lease.Milliseconds(), field, count, base.UnlockMessage, lt.ttl.Milliseconds(), k.channel, lt.request}}
 }
 
 func (k *fairKind) forceUnlock(latch string, replay time.Duration) scriptCall {
