@@ -165,7 +165,11 @@ type lined interface{ line() scriptCall }
 
 // runCall runs a script call (see Client.run), with more ARGV after its own.
 func (c *Client) runCall(ctx context.Context, sc scriptCall, more ...any) *redis.Cmd {
-	return c.run(ctx, sc.script, sc.keys, slices.Concat(sc.args, more)...)
+	args := sc.args
+	if len(more) > 0 {
+		args = slices.Concat(args, more)
+	}
+	return c.run(ctx, sc.script, sc.keys, args...)
 }
 
 func boolArg(b bool) string {

@@ -39,6 +39,8 @@ type Lock struct {
 	lease   time.Duration // the handle's lease setting
 	kind    kind
 	ownerID string // the handle's own owner ID
+	field   string // the handle's own owner field: client ID, ":", ownerID
+	latch   string // the latch key of field (see latchOf)
 	last    atomic.Pointer[holding]
 }
 
@@ -54,12 +56,15 @@ func (c *Client) NewLock(name string, cfg LockConfig) (*Lock, error) {
 	if cfg.QueueTimeout == 0 {
 		cfg.QueueTimeout = DefaultQueueTimeout
 	}
+	id := "#" + strconv.FormatUint(c.handles.Add(1), 10)
 	return &Lock{
 		c:       c,
 		name:    name,
 		lease:   cfg.Lease,
 		kind:    newKind(name, cfg),
-		ownerID: "#" + strconv.FormatUint(c.handles.Add(1), 10),
+		ownerID: id,
+		field:   c.id + ":" + id,
+		latch:   base.DerivedKey(base.LatchPrefix, name) + ":" + c.id + ":" + id,
 	}, nil
 }
 
@@ -80,7 +85,7 @@ func (l *Lock) Owner(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if !ok {
-		id = l.ownerID
+		return l.field, nil
 	}
 	return l.c.id + ":" + id, nil
 }

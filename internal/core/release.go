@@ -207,7 +207,11 @@ func (l *Lock) settleSoon(o *ownerState) {
 // owner's latch key, in the lock's hash slot, and a new request ID (unique
 // within the client, whose ID the key carries). o's semaphore must be held.
 func (l *Lock) latchOf(o *ownerState) latch {
-	if o.latch == "" {
+	switch {
+	case o.latch != "":
+	case o.key.field == l.field:
+		o.latch = l.latch
+	default:
 		o.latch = base.DerivedKey(base.LatchPrefix, l.name) + ":" + o.key.field
 	}
 	return latch{key: o.latch, request: strconv.FormatUint(l.c.requests.Add(1), 36), ttl: l.c.replay}
