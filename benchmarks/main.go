@@ -49,6 +49,7 @@ type options struct {
 	pin           bool
 	mini          bool
 	only          string
+	decay         int
 }
 
 func main() {
@@ -67,6 +68,7 @@ func main() {
 	flag.BoolVar(&o.pin, "pin", false, "run client and servers on CPU 0 only (re-executes under taskset -c 0)")
 	flag.BoolVar(&o.mini, "miniredis", false, "use embedded miniredis instead of redis-server (figures dominated by miniredis)")
 	flag.StringVar(&o.only, "only", "", "run only contenders whose label contains this text (the floor always runs)")
+	flag.IntVar(&o.decay, "decay", 0, "instead of the scenarios: run this many lock+unlock cycles of rlock and the floor on embedded miniredis (real-time TTLs) and print the rate over the run")
 	flag.Parse()
 
 	if o.pin && os.Getenv(pinnedEnv) == "" {
@@ -75,7 +77,11 @@ func main() {
 	// Ctrl-C ends the run early; the servers are still stopped.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, o, os.Stdout, os.Stderr); err != nil {
+	runMain := run
+	if o.decay > 0 {
+		runMain = func(ctx context.Context, o options, stdout, _ io.Writer) error { return runDecay(ctx, o.decay, stdout) }
+	}
+	if err := runMain(ctx, o, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "benchmarks:", err)
 		stop()
 		os.Exit(1)

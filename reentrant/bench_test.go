@@ -235,3 +235,43 @@ func spin(d time.Duration) {
 	for end := time.Now().Add(d); time.Now().Before(end); {
 	}
 }
+
+// BenchmarkRedissonFloor is the least any Redisson-layout lock can do, for
+// BenchmarkUncontended's comparison: an acquire script (EXISTS or HEXISTS,
+// HINCRBY, PEXPIRE) and a release script (HINCRBY -1, DEL and PUBLISH on
+// the last hold), no replay latch, no client bookkeeping.
+func BenchmarkRedissonFloor(b *testing.B) {
+	benchBackends(b, func(b *testing.B, be *redistest.Backend) {
+		ctx := context.Background()
+		rdb := be.NewClient(b)
+		key := redistest.Name(b)
+		keys := []string{key, "redisson_lock__channel:{" + key + "}"}
+		_ = minAcquire.Load(ctx, rdb)
+		_ = minRelease.Load(ctx, rdb)
+		for b.Loop() {
+			if err := minAcquire.Run(ctx, rdb, keys[:1], 30000, "owner").Err(); err != nil && err != redis.Nil {
+				b.Fatal(err)
+			}
+			if err := minRelease.Run(ctx, rdb, keys, 30000, "owner", 0).Err(); err != nil && err != redis.Nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+var (
+	minAcquire = redis.NewScript(`if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], ARGV[2]) == 1 then
+  redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  return nil
+end
+return redis.call('PTTL', KEYS[1])`)
+	minRelease = redis.NewScript(`if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 0 then return nil end
+if redis.call('HINCRBY', KEYS[1], ARGV[2], -1) > 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  return 0
+end
+redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', KEYS[2], ARGV[3])
+return 1`)
+)

@@ -55,8 +55,9 @@
 // default), so a script can run twice. Each owner's operations on a lock
 // are serialised in the client and carry the hold count the client last
 // saw; the scripts recognise a re-sent acquire or release by it, and a
-// last release leaves a short-lived latch keyed by its request ID. A
-// re-sent operation therefore changes the hold count once.
+// last release records its request ID in the owner's short-lived latch
+// (one key per owner of the lock, not one per release). A re-sent
+// operation therefore changes the hold count once.
 //
 // # Fencing and replica sync
 //

@@ -465,3 +465,72 @@ func (h *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (h *scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
+
+// Issue 15: every last release left a latch key of its own, living the
+// replay window, so keys (and, on miniredis, the time of every command)
+// grew with the release rate. An owner's releases share one latch key.
+func TestLatchKeysBoundedByOwners(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		rdb := b.NewClient(t)
+		c := newClient(t, b)
+		a, z := newLock(t, c, name), newLock(t, c, name)
+		for range 50 {
+			for _, l := range []*reentrant.Lock{a, z} {
+				require.NoError(t, l.Lock(ctx))
+				require.NoError(t, l.Unlock(ctx))
+			}
+		}
+		keys, err := rdb.Keys(ctx, "*"+name+"*").Result()
+		require.NoError(t, err)
+		require.Equal(t, 2, len(keys), "one latch key per owner")
+	})
+}
+
+// Issue 15 (latch per owner): the re-send of a last release whose reply
+// was lost answers from its latch even when another owner took the lock
+// and released it in between, and when the same owner's earlier release
+// left its own record.
+func TestResentUnlockAfterAnotherOwnersCycle(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		proxy, viaProxy := b.NewProxiedClient(t)
+		c := clientOn(t, viaProxy)
+		warmScripts(t, c)
+		l := newLock(t, c, name)
+		other := newLock(t, newClient(t, b), name)
+		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, l.Unlock(ctx)) // an earlier record of the owner's
+		require.NoError(t, l.Lock(ctx))
+		proxy.DropNextReplyThen("evalsha", func() {
+			require.NoError(t, other.Lock(ctx))
+			require.NoError(t, other.Unlock(ctx))
+		})
+		require.NoError(t, l.Unlock(ctx), "the re-send answers from the latch")
+		require.Equal(t, 1, proxy.Dropped())
+		<-l.Done()
+		require.NoError(t, l.Err(), "a clean Unlock was reported as a loss")
+	})
+}
+
+// Issue 15 (latch per owner): a re-sent last release still tells a lost
+// hold from its own earlier run: when the holds were gone before the
+// release ran (here deleted behind the owner's back), the owner's earlier
+// latch record does not make it a success.
+func TestUnlockOfLostHoldIsNotAnsweredFromEarlierLatch(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		rdb := b.NewClient(t)
+		c := newClient(t, b)
+		l := newLock(t, c, name)
+		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, l.Unlock(ctx)) // leaves the owner's latch record
+		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, rdb.Del(ctx, name).Err())
+		require.ErrorIs(t, l.Unlock(ctx), rlock.ErrNotHeld)
+		require.ErrorIs(t, l.Err(), rlock.ErrLockLost)
+	})
+}

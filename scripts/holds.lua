@@ -50,17 +50,39 @@ local function grant(hash, owner, lease)
   redis.call('PEXPIRE', hash, lease)
 end
 
+-- released_by reports whether latch records that request's last release
+-- ran. A latch is one key per owner of a lock, holding the request ID of
+-- the owner's last last-release (the key lives the replay window from that
+-- release): since the client serialises an owner's calls on a lock, the
+-- only request whose re-sends the owner still waits for is its latest, so
+-- one record per owner is enough, and the latches of a lock number its
+-- recent owners, not its releases. Without request (a caller that passes
+-- a latch key of its own per request), any record counts.
+local function released_by(latch, request)
+  local v = redis.call('GET', latch)
+  if request then
+    return v == request
+  end
+  return v ~= false
+end
+
+-- set_latch records in latch that request's last release ran, for ttl
+-- milliseconds (see released_by).
+local function set_latch(latch, request, ttl)
+  redis.call('SET', latch, request or '1', 'PX', ttl)
+end
+
 -- release drops one hold of owner, unless this request already did, and
 -- returns the release script's reply when that is all there is to do:
 -- {0, holds} while holds remain (the lease extended), {-1, 0} when the
 -- owner holds nothing, {1, 0} when this request's last release already ran
--- (its latch is set). It returns nil when this was the last hold: the
--- caller then deletes the lock, wakes a waiter, sets the latch and replies
--- {1, 0}.
-local function release(hash, owner, sent, lease, latch)
+-- (its latch says so, see released_by). It returns nil when this was the
+-- last hold: the caller then deletes the lock, wakes a waiter, sets the
+-- latch (set_latch) and replies {1, 0}.
+local function release(hash, owner, sent, lease, latch, request)
   local held = holds_of(hash, owner)
   if held <= 0 then
-    if redis.call('EXISTS', latch) == 1 then
+    if released_by(latch, request) then
       return {1, 0}
     end
     return {-1, 0}

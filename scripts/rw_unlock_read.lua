@@ -2,13 +2,15 @@
 -- clock.lua and rw_common.lua.
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the lock's channel, redisson_rwlock:{name}
--- KEYS[3]  the latch key of this request (same hash slot)
+-- KEYS[3]  the latch key: the owner's with ARGV[7], else this request's
+--          (same hash slot; see released_by)
 -- ARGV[1]  lease in milliseconds (the hash keeps at least this while holds remain)
 -- ARGV[2]  the reader's field "<clientID>:<ownerID>"
 -- ARGV[3]  the reader's hold count as the client last saw it
 -- ARGV[4]  the message published when the last holder leaves ("0")
 -- ARGV[5]  latch lifetime in milliseconds
 -- ARGV[6]  how to publish: 'c', 's' or 'cs' (see publish.lua)
+-- ARGV[7]  optional: this request's ID, recorded in the owner's latch
 -- Reply:   {1, 0}      released: that was the reader's last hold
 --          {0, holds}  the reader still holds, with holds left
 --          {-1, 0}     not held by this reader (never, or its holds ran
@@ -45,7 +47,7 @@ if held > 0 and read_ttl(hash, field, held) == 0 then
   last_left()
   return {-1, 0}
 end
-local reply = release(hash, field, ARGV[3], ARGV[1], KEYS[3])
+local reply = release(hash, field, ARGV[3], ARGV[1], KEYS[3], ARGV[7])
 if reply then
   if reply[1] == 0 then
     redis.call('DEL', timeout_key(hash, field, ARGV[3]))
@@ -55,5 +57,5 @@ end
 redis.call('HDEL', hash, field)
 redis.call('DEL', timeout_key(hash, field, 1))
 last_left()
-redis.call('SET', KEYS[3], '1', 'PX', ARGV[5])
+set_latch(KEYS[3], ARGV[7], ARGV[5])
 return {1, 0}

@@ -2,13 +2,15 @@
 -- clock.lua and rw_common.lua.
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the lock's channel, redisson_rwlock:{name}
--- KEYS[3]  the latch key of this request (same hash slot)
+-- KEYS[3]  the latch key: the owner's with ARGV[7], else this request's
+--          (same hash slot; see released_by)
 -- ARGV[1]  lease in milliseconds, kept at least while holds remain
 -- ARGV[2]  the writer's field "<clientID>:<ownerID>:write"
 -- ARGV[3]  the writer's hold count as the client last saw it
 -- ARGV[4]  the message published on the last write release ("1": wake all)
 -- ARGV[5]  latch lifetime in milliseconds
 -- ARGV[6]  how to publish: 'c', 's' or 'cs' (see publish.lua)
+-- ARGV[7]  optional: this request's ID, recorded in the owner's latch
 -- Reply:   as unlock.lua: {1, 0} released, {0, holds} still held,
 --          {-1, 0} not held by this writer (nothing changed)
 --
@@ -20,7 +22,7 @@
 -- unlock.lua.
 local hash, field = KEYS[1], ARGV[2]
 
-local reply = release(hash, field, ARGV[3], ARGV[1], KEYS[3])
+local reply = release(hash, field, ARGV[3], ARGV[1], KEYS[3], ARGV[7])
 if reply then
   return reply
 end
@@ -33,5 +35,5 @@ else
   set_ttl(hash, longest)
 end
 notify(KEYS[2], ARGV[4], ARGV[6])
-redis.call('SET', KEYS[3], '1', 'PX', ARGV[5])
+set_latch(KEYS[3], ARGV[7], ARGV[5])
 return {1, 0}

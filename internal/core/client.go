@@ -337,8 +337,7 @@ var clusterRetries = []time.Duration{50 * time.Millisecond, 150 * time.Milliseco
 // go-redis to reload its slot map.
 func (c *Client) retryOnCluster(ctx context.Context, err error) bool {
 	cc, ok := c.rdb.(*redis.ClusterClient)
-	var rerr redis.Error
-	if !ok || err == nil || errors.As(err, &rerr) || errors.Is(err, redis.Nil) {
+	if !ok || err == nil || isReply(err) || errors.Is(err, redis.Nil) {
 		return false
 	}
 	cc.ReloadState(ctx)
@@ -398,6 +397,9 @@ func isTryAgain(err error) bool { return isReply(err, "TRYAGAIN") }
 // isReply reports whether err is a Redis error reply, starting with one of
 // prefixes if any are given.
 func isReply(err error, prefixes ...string) bool {
+	if err == nil {
+		return false
+	}
 	var reply redis.Error
 	if !errors.As(err, &reply) {
 		return false

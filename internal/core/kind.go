@@ -25,11 +25,10 @@ type kind interface {
 	// queue the owner (or renew its place).
 	acquire(field string, count int64, lease time.Duration, queue bool, pub string) scriptCall
 	// release is the call that releases one of the count holds of field,
-	// leaving lease as the TTL when holds remain; latch is a fresh
-	// request's latch key, kept for replay (see Client.replay). pub, in
-	// every call that may wake waiters, says how to publish (see
-	// Client.publishArg and publish.lua).
-	release(field string, count int64, lease time.Duration, latch string, replay time.Duration, pub string) scriptCall
+	// leaving lease as the TTL when holds remain; a last release records
+	// itself in lt for replay. pub, in every call that may wake waiters,
+	// says how to publish (see Client.publishArg and publish.lua).
+	release(field string, count int64, lease time.Duration, lt latch, pub string) scriptCall
 	// forceUnlock is the call that deletes the lock whoever holds it;
 	// the engine appends the expected holders, if any.
 	forceUnlock(latch string, replay time.Duration, pub string) scriptCall
@@ -53,6 +52,15 @@ type scriptCall struct {
 	script *redis.Script
 	keys   []string
 	args   []any
+}
+
+// latch is where a last release records that it ran, so that its re-send
+// answers from the record (see released_by in scripts/holds.lua): the
+// owner's latch key, the request's ID and how long the record lives (the
+// client's replay window).
+type latch struct {
+	key, request string
+	ttl          time.Duration
 }
 
 // waitPlan is how a blocked Lock call of one kind waits between attempts.
@@ -112,9 +120,9 @@ func (k *reentrantKind) acquire(field string, count int64, lease time.Duration, 
 	return scriptCall{lua.Lock, []string{k.name, k.token}, []any{lease.Milliseconds(), field, count, k.fencing}}
 }
 
-func (k *reentrantKind) release(field string, count int64, lease time.Duration, latch string, replay time.Duration, pub string) scriptCall {
-	return scriptCall{lua.Unlock, []string{k.name, k.channel, latch},
-		[]any{lease.Milliseconds(), field, count, base.UnlockMessage, replay.Milliseconds(), pub}}
+func (k *reentrantKind) release(field string, count int64, lease time.Duration, lt latch, pub string) scriptCall {
+	return scriptCall{lua.Unlock, []string{k.name, k.channel, lt.key},
+		[]any{lease.Milliseconds(), field, count, base.UnlockMessage, lt.ttl.Milliseconds(), pub, lt.request}}
 }
 
 func (k *reentrantKind) forceUnlock(latch string, replay time.Duration, pub string) scriptCall {
@@ -156,9 +164,9 @@ func (k *fairKind) acquire(field string, count int64, lease time.Duration, queue
 		[]any{lease.Milliseconds(), field, count, k.fencing, k.queueTimeout.Milliseconds(), boolArg(queue), k.channel, base.UnlockMessage, pub, k.threadWait.Milliseconds()}}
 }
 
-func (k *fairKind) release(field string, count int64, lease time.Duration, latch string, replay time.Duration, pub string) scriptCall {
-	return scriptCall{lua.FairUnlock, k.keysWith(latch),
-		[]any{lease.Milliseconds(), field, count, base.UnlockMessage, replay.Milliseconds(), k.channel, pub}}
+func (k *fairKind) release(field string, count int64, lease time.Duration, lt latch, pub string) scriptCall {
+	return scriptCall{lua.FairUnlock, k.keysWith(lt.key),
+		[]any{lease.Milliseconds(), field, count, base.UnlockMessage, lt.ttl.Milliseconds(), k.channel, pub, lt.request}}
 }
 
 func (k *fairKind) forceUnlock(latch string, replay time.Duration, pub string) scriptCall {
@@ -203,9 +211,9 @@ func (k *readKind) acquire(field string, count int64, lease time.Duration, _ boo
 
 // release: only the release that leaves no holder at all publishes, the
 // unlock message "0", meant for a writer.
-func (k *readKind) release(field string, count int64, lease time.Duration, latch string, replay time.Duration, pub string) scriptCall {
-	return scriptCall{lua.RWUnlockRead, k.latchKeys(latch),
-		[]any{lease.Milliseconds(), field, count, base.UnlockMessage, replay.Milliseconds(), pub}}
+func (k *readKind) release(field string, count int64, lease time.Duration, lt latch, pub string) scriptCall {
+	return scriptCall{lua.RWUnlockRead, k.latchKeys(lt.key),
+		[]any{lease.Milliseconds(), field, count, base.UnlockMessage, lt.ttl.Milliseconds(), pub, lt.request}}
 }
 
 func (k *readKind) forceUnlock(latch string, replay time.Duration, pub string) scriptCall {
@@ -248,9 +256,9 @@ func (k *writeKind) acquire(field string, count int64, lease time.Duration, queu
 
 // release: the last write release publishes "1", which wakes every waiter
 // (readers may all enter, and a writer may take a free lock).
-func (k *writeKind) release(field string, count int64, lease time.Duration, latch string, replay time.Duration, pub string) scriptCall {
-	return scriptCall{lua.RWUnlockWrite, k.latchKeys(latch),
-		[]any{lease.Milliseconds(), field, count, base.ReadUnlockMessage, replay.Milliseconds(), pub}}
+func (k *writeKind) release(field string, count int64, lease time.Duration, lt latch, pub string) scriptCall {
+	return scriptCall{lua.RWUnlockWrite, k.latchKeys(lt.key),
+		[]any{lease.Milliseconds(), field, count, base.ReadUnlockMessage, lt.ttl.Milliseconds(), pub, lt.request}}
 }
 
 func (k *writeKind) forceUnlock(latch string, replay time.Duration, pub string) scriptCall {
@@ -289,7 +297,11 @@ type lined interface{ line() scriptCall }
 
 // runCall runs a script call (see Client.run), with more ARGV after its own.
 func (c *Client) runCall(ctx context.Context, sc scriptCall, more ...any) *redis.Cmd {
-	return c.run(ctx, sc.script, sc.keys, slices.Concat(sc.args, more)...)
+	args := sc.args
+	if len(more) > 0 {
+		args = slices.Concat(args, more)
+	}
+	return c.run(ctx, sc.script, sc.keys, args...)
 }
 
 func boolArg(b bool) string {

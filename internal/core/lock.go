@@ -52,12 +52,14 @@ type LockConfig struct {
 
 // Lock is the engine behind a reentrant or fair lock handle.
 type Lock struct {
-	c       *Client
-	name    string
-	lease   time.Duration // the handle's lease setting
-	kind    kind
-	ownerID string // the handle's own owner ID
-	last    atomic.Pointer[holding]
+	c        *Client
+	name     string
+	lease    time.Duration // the handle's lease setting
+	kind     kind
+	ownerID  string // the handle's own owner ID
+	ownField string // the handle's own owner: client ID, ":", ownerID
+	ownLatch string // the latch key of ownField's holds (see latchOf)
+	last     atomic.Pointer[holding]
 }
 
 // NewLock returns the engine of a handle on the lock called name. It does
@@ -75,12 +77,16 @@ func (c *Client) NewLock(name string, cfg LockConfig) (*Lock, error) {
 	if cfg.WriterWait == 0 {
 		cfg.WriterWait = DefaultWriterWait
 	}
+	id := "#" + strconv.FormatUint(c.handles.Add(1), 10)
+	k := newKind(name, cfg)
 	return &Lock{
-		c:       c,
-		name:    name,
-		lease:   cfg.Lease,
-		kind:    newKind(name, cfg),
-		ownerID: "#" + strconv.FormatUint(c.handles.Add(1), 10),
+		c:        c,
+		name:     name,
+		lease:    cfg.Lease,
+		kind:     k,
+		ownerID:  id,
+		ownField: c.id + ":" + id,
+		ownLatch: base.DerivedKey(base.LatchPrefix, name) + ":" + k.field(c.id+":"+id),
 	}, nil
 }
 
@@ -97,7 +103,8 @@ func (c *Client) NewRWLock(name string, read, write LockConfig) (r, w *Lock, err
 	if w, err = c.NewLock(name, write); err != nil {
 		return nil, nil, err
 	}
-	w.ownerID = r.ownerID
+	w.ownerID, w.ownField = r.ownerID, r.ownField
+	w.ownLatch = base.DerivedKey(base.LatchPrefix, name) + ":" + w.kind.field(w.ownField)
 	return r, w, nil
 }
 
@@ -118,7 +125,7 @@ func (l *Lock) Owner(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if !ok {
-		id = l.ownerID
+		return l.ownField, nil
 	}
 	return l.c.id + ":" + id, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -87,7 +88,7 @@ func (l *Lock) releaseLocked(ctx context.Context, o *ownerState) error {
 		defer hp.releaseDone()
 	}
 	sent := time.Now()
-	call := l.kind.release(o.key.field, o.count, lease, l.latchKey(), l.c.replay, l.c.publishArg(ctx))
+	call := l.kind.release(o.key.field, o.count, lease, l.latchOf(o), l.c.publishArg(ctx))
 	res, err := l.c.runCall(context.WithoutCancel(ctx), call).Int64Slice()
 	kind, left, ok := parseReleaseReply(res)
 	if err == nil && !ok {
@@ -196,7 +197,22 @@ func (l *Lock) settleSoon(o *ownerState) {
 	}
 }
 
-// latchKey returns a fresh request's latch key, in the lock's hash slot.
+// latchOf returns the latch of a fresh release request of o's owner: the
+// owner's latch key, in the lock's hash slot, and a new request ID (unique
+// within the client, whose ID the key carries). o's semaphore must be held.
+func (l *Lock) latchOf(o *ownerState) latch {
+	switch {
+	case o.latch != "":
+	case o.key.field == l.kind.field(l.ownField):
+		o.latch = l.ownLatch
+	default:
+		o.latch = base.DerivedKey(base.LatchPrefix, l.name) + ":" + o.key.field
+	}
+	return latch{key: o.latch, request: strconv.FormatUint(l.c.requests.Add(1), 36), ttl: l.c.replay}
+}
+
+// latchKey returns a fresh request's latch key of its own, in the lock's
+// hash slot (a force unlock's: it belongs to no owner).
 func (l *Lock) latchKey() string {
 	return base.DerivedKey(base.LatchPrefix, l.name) + ":" + l.c.requestID()
 }
