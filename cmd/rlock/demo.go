@@ -150,12 +150,15 @@ func demo(ctx context.Context, args []string, e env) error {
 	fs.DurationVar(&cfg.timeout, "timeout", time.Minute, "give up a run after this long")
 	fs.IntVar(&cache, "price-cache", 20, "updates in the read-heavy price-cache run (a read-write lock: every worker reads, one writer updates); 0 skips it")
 	cfg.progress = progressAuto
-	fs.Var(&cfg.progress, "progress", "progress on stderr: auto (a bar on a terminal, a line per run otherwise), bar, plain, or off; true/false mean bar/off (default auto)")
+	fs.Var(&cfg.progress, "progress", "--progress=MODE: progress on stderr, MODE one of auto (a bar on a terminal, a line per run otherwise), bar, plain, off; --progress alone means bar (default auto)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
+		if _, err := parseProgress(pos[0]); err == nil {
+			return usageError("unexpected argument %q: write --progress=%s (--progress alone means bar)", pos[0], pos[0])
+		}
 		return usageError("unexpected argument %q", pos[0])
 	}
 	switch {
@@ -551,22 +554,33 @@ func (p *progressMode) String() string {
 }
 
 func (p *progressMode) Set(s string) error {
-	switch strings.ToLower(s) {
-	case "auto":
-		*p = progressAuto
-	case "bar", "true", "1":
-		*p = progressBar
-	case "plain":
-		*p = progressPlain
-	case "off", "false", "0":
-		*p = progressOff
-	default:
-		return fmt.Errorf("want auto, bar, plain or off")
+	m, err := parseProgress(s)
+	if err != nil {
+		return err
 	}
+	*p = m
 	return nil
 }
 
-// IsBoolFlag lets "--progress" alone mean "--progress=true" (a bar).
+// parseProgress parses a --progress value: a mode, or true/false (what the
+// flag package passes for a bare --progress) for bar/off.
+func parseProgress(s string) (progressMode, error) {
+	switch strings.ToLower(s) {
+	case "auto":
+		return progressAuto, nil
+	case "bar", "true", "1":
+		return progressBar, nil
+	case "plain":
+		return progressPlain, nil
+	case "off", "false", "0":
+		return progressOff, nil
+	}
+	return "", fmt.Errorf("want auto, bar, plain or off")
+}
+
+// IsBoolFlag lets "--progress" alone mean "--progress=true" (a bar). A
+// mode must then be joined with "=": "--progress plain" leaves "plain" as
+// an argument, which demo reports with the right spelling.
 func (p *progressMode) IsBoolFlag() bool { return true }
 
 // showProgress reports a run's progress on w until the returned stop

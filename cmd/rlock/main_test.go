@@ -631,3 +631,26 @@ func TestDemoPriceCache(t *testing.T) {
 	require.Regexp(t, `rwlock +\d+ +10 +0 `, out)
 	require.Contains(t, out, "With the read-write lock, no reader saw a half-written price.")
 }
+
+// TestProgressFlagHelpAndParser: the help shows --progress=MODE and says a
+// bare --progress means bar; the parser does both, and "--progress plain"
+// (a mode without "=") is a usage error that gives the right spelling.
+func TestProgressFlagHelpAndParser(t *testing.T) {
+	code, _, errOut := runIn("", "demo", "-h")
+	require.Equal(t, 0, code)
+	require.Contains(t, errOut, "--progress=MODE")
+	require.Contains(t, errOut, "--progress alone means bar")
+
+	small := []string{"demo", "--services=1", "--workers=1", "--stock=3", "--work=0s", "--locks=none", "--price-cache=0"}
+	code, _, errOut = runIn("", append(small, "--progress")...)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "[###", "a bare --progress draws a bar, even when stderr is not a terminal")
+	code, _, errOut = runIn("", append(small, "--progress=plain")...)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, errOut, "run none started")
+	require.NotContains(t, errOut, "[###")
+
+	code, _, errOut = runIn("", append(small, "--progress", "plain")...)
+	require.Equal(t, 2, code, errOut)
+	require.Contains(t, errOut, `unexpected argument "plain": write --progress=plain`)
+}
