@@ -5,7 +5,8 @@
 //	rlock demo [flags]                       the flash-sale demo (embedded Redis by default)
 //	rlock inspect [flags] NAME               show who holds lock NAME, its TTL, token, queue, waiters
 //	rlock unlock --force [--yes] [flags] NAME  delete lock NAME whoever holds it
-//	rlock help                               print this help
+//	rlock version                            print rlock's version, Go version and platform
+//	rlock help [COMMAND]                     print this help, or COMMAND's help and flags
 //
 // inspect and unlock connect to --redis (default redis://127.0.0.1:6379) or
 // to the Redis Cluster given by --cluster. Flags may follow NAME.
@@ -29,6 +30,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
@@ -47,11 +50,13 @@ Usage:
                             --watch refreshes every second, --json for scripts
   rlock unlock --force [--yes] [flags] NAME
                             delete lock NAME whoever holds it (asks first)
-  rlock help                this help
+  rlock version             rlock's version ("(devel)" from a checkout), the
+                            Go version and the platform
+  rlock help [COMMAND]      this help, or COMMAND's help and flags
 
 inspect and unlock use --redis URL (default redis://127.0.0.1:6379) or
 --cluster host:port,...; flags may come before or after NAME.
-Run 'rlock <command> -h' for a command's flags.
+Run 'rlock help COMMAND' or 'rlock COMMAND -h' for a command's flags.
 
 Exit status:
   0  success (also: nothing to unlock; --watch ended by Ctrl-C)
@@ -116,16 +121,13 @@ func run(ctx context.Context, args []string, e env) int {
 		return exitUsage
 	}
 	var err error
-	switch args[0] {
-	case "demo":
-		err = demo(ctx, args[1:], e)
-	case "inspect":
-		err = inspectCmd(ctx, args[1:], e)
-	case "unlock":
-		err = unlockCmd(ctx, args[1:], e)
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(e.stdout, usage)
-		return exitOK
+	switch cmd, ok := commands[args[0]]; {
+	case ok:
+		err = cmd(ctx, args[1:], e)
+	case args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help":
+		return help(ctx, args[1:], e)
+	case args[0] == "version" || args[0] == "--version":
+		return version(args[1:], e)
 	default:
 		fmt.Fprintf(e.stderr, "rlock: unknown command %q\n\n%s", args[0], usage)
 		return exitUsage
@@ -145,6 +147,95 @@ func run(ctx context.Context, args []string, e env) int {
 		fmt.Fprintf(e.stderr, "rlock %s: %v\n", args[0], err)
 		return exitFailure
 	}
+}
+
+// commands are the commands that take flags, by name.
+var commands = map[string]func(context.Context, []string, env) error{
+	"demo":    demo,
+	"inspect": inspectCmd,
+	"unlock":  unlockCmd,
+}
+
+// help prints the general help, or with one argument that command's help
+// and flags, on stdout.
+func help(ctx context.Context, args []string, e env) int {
+	switch {
+	case len(args) == 0 || args[0] == "help":
+		fmt.Fprint(e.stdout, usage)
+		return exitOK
+	case len(args) > 1:
+		fmt.Fprintf(e.stderr, "rlock help: one command expected, got %d arguments\n", len(args))
+		return exitUsage
+	case args[0] == "version":
+		fmt.Fprint(e.stdout, versionHelp)
+		return exitOK
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(e.stderr, "rlock help: unknown command %q (commands: demo, inspect, unlock, version, help)\n", args[0])
+		return exitUsage
+	}
+	// A command given -h prints its help and flags on its stderr and
+	// returns flag.ErrHelp before doing anything else.
+	out := env{stdin: e.stdin, stdout: e.stdout, stderr: e.stdout}
+	if err := cmd(ctx, []string{"-h"}, out); !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintf(e.stderr, "rlock help %s: %v\n", args[0], err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+const versionHelp = `Usage: rlock version
+
+Prints the version of rlock's module ("(devel)" when built without version
+information), the commit it was built from when known, the Go version and
+the platform.
+`
+
+// readBuildInfo is debug.ReadBuildInfo, replaced in tests.
+var readBuildInfo = debug.ReadBuildInfo
+
+// version prints "rlock VERSION [(commit REV[, modified])] GOVERSION OS/ARCH".
+func version(args []string, e env) int {
+	if len(args) > 0 {
+		if args[0] == "-h" || args[0] == "--help" || args[0] == "-help" {
+			fmt.Fprint(e.stdout, versionHelp)
+			return exitOK
+		}
+		fmt.Fprintf(e.stderr, "rlock version: unexpected argument %q\n", args[0])
+		return exitUsage
+	}
+	fmt.Fprintln(e.stdout, versionLine())
+	return exitOK
+}
+
+func versionLine() string {
+	v, commit, goVersion := "(devel)", "", runtime.Version()
+	if bi, ok := readBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+		if bi.GoVersion != "" {
+			goVersion = bi.GoVersion
+		}
+		var rev, modified string
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				modified = s.Value
+			}
+		}
+		if rev != "" {
+			commit = " (commit " + rev[:min(len(rev), 12)]
+			if modified == "true" {
+				commit += ", modified"
+			}
+			commit += ")"
+		}
+	}
+	return fmt.Sprintf("rlock %s%s %s %s/%s", v, commit, goVersion, runtime.GOOS, runtime.GOARCH)
 }
 
 // usageError returns an error that makes run exit with status 2.

@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -653,4 +655,63 @@ func TestProgressFlagHelpAndParser(t *testing.T) {
 	code, _, errOut = runIn("", append(small, "--progress", "plain")...)
 	require.Equal(t, 2, code, errOut)
 	require.Contains(t, errOut, `unexpected argument "plain": write --progress=plain`)
+}
+
+// TestHelpCommand: "rlock help COMMAND" prints that command's help and
+// flags on stdout, not the general help.
+func TestHelpCommand(t *testing.T) {
+	for cmd, flagName := range map[string]string{"demo": "-locks string", "inspect": "-watch", "unlock": "-force"} {
+		code, out, errOut := runBin(t, "", "help", cmd)
+		require.Equal(t, 0, code, errOut)
+		require.True(t, strings.HasPrefix(out, "Usage: rlock "+cmd), "%s: %s", cmd, out)
+		require.Contains(t, out, "\n  "+flagName+"\n", cmd)
+		require.NotContains(t, out, "Run 'rlock help COMMAND'", "%s: not the general help", cmd)
+		require.Empty(t, errOut)
+	}
+	code, out, _ := runBin(t, "", "help", "version")
+	require.Equal(t, 0, code)
+	require.True(t, strings.HasPrefix(out, "Usage: rlock version"), out)
+	code, out, _ = runBin(t, "", "help", "help")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "rlock help [COMMAND]")
+
+	code, _, errOut := runBin(t, "", "help", "frobnicate")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, `unknown command "frobnicate"`)
+	code, _, errOut = runBin(t, "", "help", "demo", "inspect")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, "one command expected")
+}
+
+// TestVersion: "rlock version" prints the module version, "(devel)" when
+// the build has none, the commit when known, the Go version and platform.
+func TestVersion(t *testing.T) {
+	code, out, errOut := runBin(t, "", "version")
+	require.Equal(t, 0, code, errOut)
+	goos, goarch := runtime.GOOS, runtime.GOARCH
+	require.Regexp(t, `^rlock (\(devel\)|v\S+)( \(commit [0-9a-f]{1,12}(, modified)?\))? go\S+ `+goos+"/"+goarch+"\n$", out)
+	code, out2, _ := runBin(t, "", "--version")
+	require.Equal(t, 0, code)
+	require.Equal(t, out, out2)
+	code, _, errOut = runBin(t, "", "version", "extra")
+	require.Equal(t, 2, code)
+	require.Contains(t, errOut, `unexpected argument "extra"`)
+
+	saved := readBuildInfo
+	t.Cleanup(func() { readBuildInfo = saved })
+	for _, tc := range []struct {
+		bi   *debug.BuildInfo
+		want string
+	}{
+		{&debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "(devel)"}}, "rlock (devel) go1.26.0 "},
+		{&debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "v1.2.3"}}, "rlock v1.2.3 go1.26.0 "},
+		{&debug.BuildInfo{GoVersion: "go1.26.0", Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"}}},
+			"rlock (devel) (commit 0123456789ab, modified) go1.26.0 "},
+	} {
+		readBuildInfo = func() (*debug.BuildInfo, bool) { return tc.bi, true }
+		code, out, _ := runIn("", "version")
+		require.Equal(t, 0, code)
+		require.Equal(t, tc.want+goos+"/"+goarch+"\n", out)
+	}
 }
