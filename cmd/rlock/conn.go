@@ -2,16 +2,20 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
-	"github.com/rlock-go/rlock/internal/base"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rlock-go/rlock/internal/base"
 )
 
 // defaultRedisURL is where inspect and unlock connect without --redis or
@@ -22,19 +26,32 @@ const defaultRedisURL = "redis://127.0.0.1:6379"
 // connection: a command-line tool should say promptly that a server is down.
 const dialerRetries = 2
 
-// pingTimeout bounds the first PING to each server.
-const pingTimeout = 5 * time.Second
+// defaultConnectTimeout is the default of --connect-timeout.
+const defaultConnectTimeout = 5 * time.Second
 
-// connFlags are the --redis and --cluster flags every command takes.
+// passwordEnv is read for a password when neither --password nor the URL
+// gives one, as redis-cli does: a password in the environment is not shown
+// in the process list.
+const passwordEnv = "REDISCLI_AUTH"
+
+// connFlags are the connection flags every command takes.
 type connFlags struct {
 	redisURL string
 	cluster  string
+	user     string
+	password string
+	tls      bool
+	timeout  time.Duration
 }
 
 // register adds the flags to fs; def says what an empty --redis means.
 func (c *connFlags) register(fs *flag.FlagSet, def string) {
-	fs.StringVar(&c.redisURL, "redis", "", "Redis URL, redis://[user:password@]host:port[/db] (default: "+def+")")
+	fs.StringVar(&c.redisURL, "redis", "", "Redis URL, redis://[user:password@]host:port[/db] or rediss://... for TLS (default: "+def+")")
 	fs.StringVar(&c.cluster, "cluster", "", "Redis Cluster seed addresses, host:port,host:port,... (instead of --redis)")
+	fs.StringVar(&c.user, "user", "", "ACL user to authenticate as (with --cluster, or instead of the --redis URL's user)")
+	fs.StringVar(&c.password, "password", "", "password to authenticate with (with --cluster, or instead of the --redis URL's); default $"+passwordEnv+", which other users cannot see in the process list")
+	fs.BoolVar(&c.tls, "tls", false, "connect with TLS, verifying the server's certificate against the system's roots (a rediss:// URL implies it)")
+	fs.DurationVar(&c.timeout, "connect-timeout", defaultConnectTimeout, "limit on connecting to each server and on its first PING")
 }
 
 // target is a validated place to connect to.
@@ -43,12 +60,17 @@ type target struct {
 	where string
 	// newClient returns a new go-redis client for it; no I/O.
 	newClient func() redis.UniversalClient
+	// timeout bounds the first PING (--connect-timeout).
+	timeout time.Duration
 }
 
 // resolve validates the flags. fallback is the URL used when neither flag is
 // given; "" means the caller provides its own (the demo's embedded Redis)
 // and resolve returns nil.
 func (c *connFlags) resolve(fallback string) (*target, error) {
+	if c.timeout <= 0 {
+		return nil, usageError("--connect-timeout must be positive")
+	}
 	switch {
 	case c.redisURL != "" && c.cluster != "":
 		return nil, usageError("give --redis or --cluster, not both")
@@ -57,11 +79,12 @@ func (c *connFlags) resolve(fallback string) (*target, error) {
 		if err != nil {
 			return nil, err
 		}
+		opts := &redis.ClusterOptions{Addrs: addrs, DialerRetries: dialerRetries, DialTimeout: c.timeout,
+			Username: c.user, Password: c.secret(), TLSConfig: c.tlsConfig("")}
 		return &target{
-			where: "Redis Cluster at " + strings.Join(addrs, ","),
-			newClient: func() redis.UniversalClient {
-				return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, DialerRetries: dialerRetries})
-			},
+			where:     "Redis Cluster at " + strings.Join(addrs, ","),
+			newClient: func() redis.UniversalClient { return redis.NewClusterClient(opts) },
+			timeout:   c.timeout,
 		}, nil
 	}
 	u := c.redisURL
@@ -75,10 +98,65 @@ func (c *connFlags) resolve(fallback string) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := c.apply(opts); err != nil {
+		return nil, err
+	}
 	return &target{
 		where:     "Redis at " + opts.Addr,
 		newClient: func() redis.UniversalClient { return redis.NewClient(opts) },
+		timeout:   c.timeout,
 	}, nil
+}
+
+// node returns the target of one server at addr, such as a RedLock node,
+// with the flags' credentials, TLS and timeout.
+func (c *connFlags) node(where, addr string) *target {
+	opts := &redis.Options{Addr: addr, DialerRetries: dialerRetries, DialTimeout: c.timeout,
+		Username: c.user, Password: c.secret(), TLSConfig: c.tlsConfig("")}
+	return &target{where: where, newClient: func() redis.UniversalClient { return redis.NewClient(opts) }, timeout: c.timeout}
+}
+
+// apply adds the flags' credentials, TLS and timeout to the options of a
+// --redis URL. A credential given both ways is a usage error.
+func (c *connFlags) apply(opts *redis.Options) error {
+	if c.user != "" {
+		if opts.Username != "" {
+			return usageError("--user and a user in the --redis URL: give one")
+		}
+		opts.Username = c.user
+	}
+	if c.password != "" && opts.Password != "" {
+		return usageError("--password and a password in the --redis URL: give one")
+	}
+	if opts.Password == "" {
+		opts.Password = c.secret()
+	}
+	if c.tls && opts.TLSConfig == nil {
+		if opts.Network == "unix" {
+			return usageError("--tls: not for a unix:// socket")
+		}
+		host, _, _ := net.SplitHostPort(opts.Addr)
+		opts.TLSConfig = c.tlsConfig(host)
+	}
+	opts.DialTimeout = c.timeout
+	return nil
+}
+
+// secret is --password, or else $REDISCLI_AUTH.
+func (c *connFlags) secret() string {
+	if c.password != "" {
+		return c.password
+	}
+	return os.Getenv(passwordEnv)
+}
+
+// tlsConfig is the TLS configuration --tls asks for, nil without it. An
+// empty serverName makes crypto/tls verify each address's own host name.
+func (c *connFlags) tlsConfig(serverName string) *tls.Config {
+	if !c.tls {
+		return nil
+	}
+	return &tls.Config{ServerName: serverName, MinVersion: tls.VersionTLS12}
 }
 
 // parseRedisURL parses a redis://, rediss:// or unix:// URL.
@@ -91,6 +169,10 @@ func parseRedisURL(u string) (*redis.Options, error) {
 	opts, err := redis.ParseURL(u)
 	if err != nil {
 		return nil, usageError("--redis %q: %v (want redis://[user:password@]host:port[/db])", u, err)
+	}
+	if opts.DB < 0 {
+		// go-redis would quietly use database 0.
+		return nil, usageError("--redis %q: database %d: want a number from 0", u, opts.DB)
 	}
 	if opts.Network != "unix" {
 		if _, err := checkAddr(opts.Addr); err != nil {
@@ -138,25 +220,67 @@ func checkAddr(a string) (string, error) {
 
 // unreachableError is a failed first PING: exit status 3.
 type unreachableError struct {
+	where   string
+	timeout time.Duration
+	err     error
+}
+
+func (e *unreachableError) Error() string {
+	if errors.Is(e.err, context.DeadlineExceeded) || isTimeout(e.err) {
+		return fmt.Sprintf("cannot reach %s: no answer within %v (--connect-timeout): %v", e.where, e.timeout, e.err)
+	}
+	return fmt.Sprintf("cannot reach %s: %v", e.where, e.err)
+}
+func (e *unreachableError) Unwrap() error        { return e.err }
+func (e *unreachableError) Is(target error) bool { return target == errUnreachable }
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// refusedError is a server that answered the connection's setup or first
+// PING with an error (wrong password, database out of range, a server
+// that is not a cluster node...): exit status 4.
+type refusedError struct {
 	where string
 	err   error
 }
 
-func (e *unreachableError) Error() string        { return fmt.Sprintf("cannot reach %s: %v", e.where, e.err) }
-func (e *unreachableError) Unwrap() error        { return e.err }
-func (e *unreachableError) Is(target error) bool { return target == errUnreachable }
-
-// ping checks that rdb answers, within pingTimeout.
-func ping(ctx context.Context, rdb redis.UniversalClient, where string) error {
-	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
-	defer cancel()
-	if err := rdb.Ping(pctx).Err(); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return &unreachableError{where, err}
+func (e *refusedError) Error() string {
+	msg := fmt.Sprintf("%s refused the connection: %v", e.where, e.err)
+	switch {
+	case strings.Contains(e.err.Error(), "DB index is out of range"):
+		msg += " (the database number in the --redis URL is beyond the server's 'databases' setting, 16 by default)"
+	case redis.HasErrorPrefix(e.err, "NOAUTH"), redis.HasErrorPrefix(e.err, "WRONGPASS"):
+		msg += " (give --password and maybe --user, or put them in the --redis URL)"
 	}
-	return nil
+	return msg
+}
+func (e *refusedError) Unwrap() error        { return e.err }
+func (e *refusedError) Is(target error) bool { return target == errRefused }
+
+// ping checks that rdb answers, within t.timeout. An error reply from the
+// server is a refusal; anything else, such as a failed dial or a timeout,
+// makes it unreachable.
+func (t *target) ping(ctx context.Context, rdb redis.UniversalClient) error {
+	timeout := t.timeout
+	if timeout <= 0 {
+		timeout = defaultConnectTimeout
+	}
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := rdb.Ping(pctx).Err()
+	var reply redis.Error
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.As(err, &reply) && !errors.Is(err, redis.ErrClosed):
+		return &refusedError{t.where, err}
+	}
+	return &unreachableError{t.where, timeout, err}
 }
 
 // connect resolves the flags (fallback as in resolve), opens a client and
@@ -167,7 +291,7 @@ func (c *connFlags) connect(ctx context.Context, fallback string) (redis.Univers
 		return nil, nil, err
 	}
 	rdb := t.newClient()
-	if err := ping(ctx, rdb, t.where); err != nil {
+	if err := t.ping(ctx, rdb); err != nil {
 		_ = rdb.Close()
 		return nil, nil, err
 	}

@@ -120,8 +120,9 @@ Runs on an embedded Redis (miniredis; TTLs follow the real clock) unless
 --redis or --cluster is given. Its keys start with "rlock-demo:" and are
 deleted after each run.
 
-Exit status: 0 ok, 1 a locked run oversold, saw a torn price or failed, 2 bad usage,
-3 Redis unreachable.
+Exit status: 0 ok, 1 a locked run oversold, saw a torn price or failed,
+2 bad usage, 3 Redis unreachable, 4 Redis refused the connection (password,
+database).
 
 Flags:
 `
@@ -225,9 +226,7 @@ func demo(ctx context.Context, args []string, e env) error {
 		switch {
 		case len(redlockAddrs) > 0:
 			for _, a := range redlockAddrs {
-				nodes = append(nodes, &target{where: "RedLock node " + a, newClient: func() redis.UniversalClient {
-					return redis.NewClient(&redis.Options{Addr: a, DialerRetries: dialerRetries})
-				}})
+				nodes = append(nodes, conn.node("RedLock node "+a, a))
 			}
 		case embedded:
 			for range 3 {
@@ -335,7 +334,7 @@ func miniTarget(m *miniredis.Miniredis) *target {
 func pingTarget(ctx context.Context, t *target) error {
 	rdb := t.newClient()
 	defer rdb.Close()
-	return ping(ctx, rdb, t.where)
+	return t.ping(ctx, rdb)
 }
 
 type saleResult struct {

@@ -24,7 +24,7 @@ and to each waiter's channel. It only reads.
 
 Flags may come before or after NAME. Exit status: 0 ok (also when --watch is
 ended by Ctrl-C), 1 Redis error or NAME is not a lock, 2 bad usage,
-3 Redis unreachable.
+3 Redis unreachable, 4 Redis refused the connection (password, database).
 
 Flags:
 `

@@ -9,17 +9,25 @@
 //	rlock help [COMMAND]                     print this help, or COMMAND's help and flags
 //
 // inspect and unlock connect to --redis (default redis://127.0.0.1:6379) or
-// to the Redis Cluster given by --cluster. Flags may follow NAME.
+// to the Redis Cluster given by --cluster. Every command also takes --user
+// and --password (default $REDISCLI_AUTH), which --cluster needs for
+// authentication and which may replace a --redis URL's, --tls (implied by a
+// rediss:// URL) and --connect-timeout (default 5s: the limit on
+// connecting to each server and on its first PING). Flags may follow NAME.
 //
 // Exit status:
 //
 //	0  success (also: nothing to unlock; --watch ended by Ctrl-C)
 //	1  failure: a locked demo run oversold or failed, a Redis error, a key
 //	   that is not a lock, a declined confirmation
-//	2  bad usage: unknown command or flag, bad argument, URL, address or
-//	   lock name; unlock without --force, or without --yes when stdin is not
-//	   a terminal
-//	3  Redis unreachable: the first PING to a server failed
+//	2  bad usage: command, flag, argument, URL, address or lock name; unlock
+//	   without --force, or without --yes when stdin is not a terminal
+//	3  Redis unreachable: a server did not answer the first PING within
+//	   --connect-timeout (no connection, or no answer)
+//	4  Redis refused the connection: a server answered with an error, such
+//	   as a missing or wrong password, a database number beyond its
+//	   'databases' setting (redis://host:port/99), or a --cluster seed that
+//	   is not a cluster node
 package main
 
 import (
@@ -55,7 +63,10 @@ Usage:
   rlock help [COMMAND]      this help, or COMMAND's help and flags
 
 inspect and unlock use --redis URL (default redis://127.0.0.1:6379) or
---cluster host:port,...; flags may come before or after NAME.
+--cluster host:port,...; flags may come before or after NAME. Every command
+also takes --user and --password (default $REDISCLI_AUTH) for --cluster or
+instead of the URL's, --tls (a rediss:// URL implies it) and
+--connect-timeout (default 5s).
 Run 'rlock help COMMAND' or 'rlock COMMAND -h' for a command's flags.
 
 Exit status:
@@ -64,7 +75,12 @@ Exit status:
      is not a lock, a declined confirmation
   2  bad usage: command, flag, argument, URL, address or lock name; unlock
      without --force, or without --yes when stdin is not a terminal
-  3  Redis unreachable: the first PING to a server failed
+  3  Redis unreachable: a server did not answer the first PING within
+     --connect-timeout (no connection, or no answer)
+  4  Redis refused the connection: a server answered with an error, such as
+     a missing or wrong password, a database number beyond its 'databases'
+     setting (redis://host:port/99), or a --cluster seed that is not a
+     cluster node
 `
 
 // Exit statuses.
@@ -73,6 +89,7 @@ const (
 	exitFailure     = 1
 	exitUsage       = 2
 	exitUnreachable = 3
+	exitRefused     = 4
 )
 
 func main() {
@@ -113,6 +130,9 @@ var (
 	// errUnreachable marks a Redis server that did not answer the first
 	// PING (exit status 3).
 	errUnreachable = errors.New("unreachable")
+	// errRefused marks a Redis server that answered the connection's setup
+	// or first PING with an error (exit status 4).
+	errRefused = errors.New("refused")
 )
 
 func run(ctx context.Context, args []string, e env) int {
@@ -143,6 +163,9 @@ func run(ctx context.Context, args []string, e env) int {
 	case errors.Is(err, errUnreachable):
 		fmt.Fprintf(e.stderr, "rlock %s: %v\n", args[0], err)
 		return exitUnreachable
+	case errors.Is(err, errRefused):
+		fmt.Fprintf(e.stderr, "rlock %s: %v\n", args[0], err)
+		return exitRefused
 	default:
 		fmt.Fprintf(e.stderr, "rlock %s: %v\n", args[0], err)
 		return exitFailure

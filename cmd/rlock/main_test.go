@@ -4,10 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/rlock-go/rlock/internal/base"
+	"go/parser"
+	"go/token"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +30,7 @@ import (
 
 	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/fair"
+	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/inspect"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/reentrant"
@@ -713,5 +718,192 @@ func TestVersion(t *testing.T) {
 		code, out, _ := runIn("", "version")
 		require.Equal(t, 0, code)
 		require.Equal(t, tc.want+goos+"/"+goarch+"\n", out)
+	}
+}
+
+// TestDatabaseOutOfRange: a database the server does not have is the
+// server refusing the connection (exit status 4, said so), not an
+// unreachable server (3); a database number that is not one is bad usage.
+func TestDatabaseOutOfRange(t *testing.T) {
+	b := redistest.Real(t)
+	code, _, errOut := runBin(t, "", "inspect", "--redis=redis://"+b.Addr+"/99", "a")
+	require.Equal(t, 4, code, errOut)
+	require.Contains(t, errOut, "Redis at "+b.Addr+" refused the connection: ERR DB index is out of range")
+	require.Contains(t, errOut, "'databases' setting")
+	require.NotContains(t, errOut, "cannot reach")
+
+	code, _, errOut = runBin(t, "", "inspect", "--redis=redis://"+b.Addr+"/-1", "a")
+	require.Equal(t, 2, code, errOut)
+	require.Contains(t, errOut, "database -1: want a number from 0")
+	code, _, errOut = runBin(t, "", "inspect", "--redis=redis://"+b.Addr+"/x", "a")
+	require.Equal(t, 2, code, errOut)
+	require.Contains(t, errOut, "invalid database number")
+
+	code, _, errOut = runBin(t, "", "inspect", "--redis=redis://"+b.Addr+"/15", "a")
+	require.Equal(t, 0, code, errOut)
+}
+
+// requirePassword makes the server at addr require password (set after the
+// start: the harness's readiness check does not authenticate).
+func requirePassword(t *testing.T, addr, password string) {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	require.NoError(t, rdb.ConfigSet(context.Background(), "requirepass", password).Err())
+}
+
+// TestPassword: --password (or $REDISCLI_AUTH, or the URL) authenticates to
+// a server that requires it; none or a wrong one is a refusal, exit 4.
+func TestPassword(t *testing.T) {
+	b := redistest.Real(t)
+	requirePassword(t, b.Addr, "s3cret")
+	r := "--redis=redis://" + b.Addr
+	for _, tc := range []struct {
+		args []string
+		env  string
+		code int
+		want string
+	}{
+		{[]string{r}, "", 4, "refused the connection: NOAUTH"},
+		{[]string{r, "--password=wrong"}, "", 4, "refused the connection: WRONGPASS"},
+		{[]string{r, "--password=s3cret"}, "", 0, ""},
+		{[]string{"--redis=redis://:s3cret@" + b.Addr}, "", 0, ""},
+		{[]string{r}, "s3cret", 0, ""},
+		{[]string{r, "--password=s3cret", "--user=default"}, "", 0, ""},
+		{[]string{"--redis=redis://:s3cret@" + b.Addr, "--password=s3cret"}, "", 2, "--password and a password in the --redis URL"},
+	} {
+		t.Setenv(passwordEnv, tc.env)
+		code, _, errOut := runIn("", append([]string{"inspect", "a"}, tc.args...)...)
+		require.Equal(t, tc.code, code, "%q: %s", tc.args, errOut)
+		require.Contains(t, errOut, tc.want, "%q", tc.args)
+	}
+}
+
+// TestClusterPassword: --password authenticates to every node of a cluster.
+func TestClusterPassword(t *testing.T) {
+	addr := startCluster(t)
+	requirePassword(t, addr, "s3cret")
+	code, _, errOut := runBin(t, "", "inspect", "--cluster="+addr, "{x}:a")
+	require.Equal(t, 4, code, errOut)
+	require.Contains(t, errOut, "Redis Cluster at "+addr+" refused the connection: NOAUTH")
+	code, out, errOut := runBin(t, "", "inspect", "--cluster="+addr, "--password=s3cret", "{x}:a")
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "lock         {x}:a")
+}
+
+// TestConnFlags: the connection flags reach go-redis' options.
+func TestConnFlags(t *testing.T) {
+	fs := newFlagSet("test", "", env{stderr: io.Discard})
+	var c connFlags
+	c.register(fs, defaultRedisURL)
+	require.NoError(t, fs.Parse(nil))
+	tg, err := c.resolve(defaultRedisURL)
+	require.NoError(t, err)
+	opts := clientOptions(t, tg)
+	require.Equal(t, 5*time.Second, opts.DialTimeout)
+	require.Equal(t, 5*time.Second, tg.timeout)
+	require.Nil(t, opts.TLSConfig)
+
+	c = connFlags{}
+	fs = newFlagSet("test", "", env{stderr: io.Discard})
+	c.register(fs, defaultRedisURL)
+	require.NoError(t, fs.Parse([]string{"--cluster=h1:1,h2:2", "--tls", "--user=u", "--password=p", "--connect-timeout=250ms"}))
+	tg, err = c.resolve(defaultRedisURL)
+	require.NoError(t, err)
+	cc := tg.newClient().(*redis.ClusterClient)
+	require.NoError(t, cc.Close())
+	copts := cc.Options()
+	require.Equal(t, []string{"h1:1", "h2:2"}, copts.Addrs)
+	require.Equal(t, "u", copts.Username)
+	require.Equal(t, "p", copts.Password)
+	require.Equal(t, 250*time.Millisecond, copts.DialTimeout)
+	require.Equal(t, 250*time.Millisecond, tg.timeout)
+	require.NotNil(t, copts.TLSConfig)
+	require.Empty(t, copts.TLSConfig.ServerName, "each node's host name is verified")
+	require.EqualValues(t, tls.VersionTLS12, copts.TLSConfig.MinVersion)
+
+	c = connFlags{redisURL: "redis://h:1", tls: true, timeout: time.Second}
+	tg, err = c.resolve(defaultRedisURL)
+	require.NoError(t, err)
+	opts = clientOptions(t, tg)
+	require.Equal(t, "h", opts.TLSConfig.ServerName)
+
+	for _, tc := range []struct {
+		c    connFlags
+		want string
+	}{
+		{connFlags{redisURL: "redis://h:1", timeout: 0}, "--connect-timeout must be positive"},
+		{connFlags{redisURL: "redis://u@h:1", user: "v", timeout: time.Second}, "--user and a user in the --redis URL"},
+		{connFlags{redisURL: "unix:///tmp/redis.sock", tls: true, timeout: time.Second}, "--tls: not for a unix:// socket"},
+	} {
+		_, err := tc.c.resolve(defaultRedisURL)
+		require.ErrorIs(t, err, errUsage)
+		require.ErrorContains(t, err, tc.want)
+	}
+}
+
+// clientOptions returns the options of the (closed) client of tg.
+func clientOptions(t *testing.T, tg *target) *redis.Options {
+	t.Helper()
+	c := tg.newClient().(*redis.Client)
+	require.NoError(t, c.Close())
+	return c.Options()
+}
+
+// TestConnectTimeout: --connect-timeout bounds the wait for a server that
+// accepts connections but never answers, and the message names it.
+func TestConnectTimeout(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	})
+	t.Cleanup(func() {
+		_ = ln.Close()
+		wg.Wait()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	code, _, errOut := runBin(t, "", "inspect", "--redis=redis://"+ln.Addr().String(), "--connect-timeout=300ms", "a")
+	require.Equal(t, 3, code, errOut)
+	require.Contains(t, errOut, "cannot reach Redis at "+ln.Addr().String()+": no answer within 300ms (--connect-timeout)")
+	code, _, errOut = runBin(t, "", "inspect", "--connect-timeout=0s", "a")
+	require.Equal(t, 2, code, errOut)
+	require.Contains(t, errOut, "--connect-timeout must be positive")
+}
+
+// TestDocMatchesUsage: the package doc comment lists the commands of the
+// usage text and the same exit statuses, word for word.
+func TestDocMatchesUsage(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "main.go", nil, parser.ParseComments|parser.PackageClauseOnly)
+	require.NoError(t, err)
+	doc := f.Doc.Text()
+	words := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	section := func(s string) string {
+		_, after, ok := strings.Cut(s, "Exit status:")
+		require.True(t, ok, s)
+		return words(after)
+	}
+	require.Equal(t, section(usage), section(doc))
+	for _, cmd := range []string{"rlock demo [flags]", "rlock inspect [flags] NAME", "rlock unlock --force [--yes] [flags] NAME",
+		"rlock version", "rlock help [COMMAND]"} {
+		require.Contains(t, usage, cmd)
+		require.Contains(t, doc, cmd)
+	}
+	for _, flagName := range []string{"--user", "--password", "$REDISCLI_AUTH", "--tls", "--connect-timeout", "5s"} {
+		require.Contains(t, words(usage), flagName)
+		require.Contains(t, words(doc), flagName)
 	}
 }

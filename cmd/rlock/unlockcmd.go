@@ -28,7 +28,8 @@ NAME.
 
 Exit status: 0 unlocked, or NAME was not locked; 1 declined, NAME is not a
 lock, or a Redis error; 2 bad usage (including no --force, or no --yes
-without a terminal); 3 Redis unreachable.
+without a terminal); 3 Redis unreachable; 4 Redis refused the connection
+(password, database).
 
 Flags:
 `
