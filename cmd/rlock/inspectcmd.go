@@ -22,8 +22,13 @@ count), remaining TTL, fencing token counter, the fair lock's queue with each
 waiter's deadline, and how many clients are subscribed to the lock's channel
 and to each waiter's channel. It only reads.
 
-Flags may come before or after NAME. Exit status: 0 ok (also when --watch is
-ended by Ctrl-C), 1 Redis error or NAME is not a lock, 2 bad usage,
+A NAME with no key and no waiter is shown as "no such lock" ("exists": false
+in JSON): a released lock leaves no key unless it has a token counter, so it
+is free if the name is right.
+
+Flags may come before or after NAME. Exit status: 0 ok (also for no such
+lock, and when --watch is ended by Ctrl-C), 1 Redis error or NAME is not a
+lock, 2 bad usage,
 3 Redis unreachable, 4 Redis refused the connection (password, database).
 
 Flags:
@@ -121,6 +126,8 @@ func writeText(w io.Writer, r *inspect.Report, fair bool) error {
 	row("lock", "%s", r.Name)
 	row("at", "%s", r.Time.Format(timeFormat))
 	switch {
+	case !exists(r):
+		row("state", "no such lock (no key and no waiter: free, if the name is right)")
 	case !r.Locked:
 		row("state", "free")
 	case r.Expires:
@@ -171,6 +178,14 @@ func writeText(w io.Writer, r *inspect.Report, fair bool) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// exists reports whether r saw any trace of the lock: a key (the lock
+// hash, its token counter, a fair queue, waiting writers) or a client
+// subscribed to its channel. A released reentrant lock without a token
+// counter leaves none, so this cannot tell it from a mistyped name.
+func exists(r *inspect.Report) bool {
+	return r.Locked || r.HasToken || len(r.Queue) > 0 || len(r.WaitingWriters) > 0 || r.Subscribers > 0
 }
 
 // rwRole describes a holder of a read-write lock: writer, or reader with
@@ -228,6 +243,7 @@ func roundDur(d time.Duration) string {
 type jsonReport struct {
 	Name        string       `json:"name"`
 	Time        time.Time    `json:"time"`
+	Exists      bool         `json:"exists"` // false: no key and no waiter ("no such lock")
 	Locked      bool         `json:"locked"`
 	Holders     []jsonHolder `json:"holders"`
 	Mode        string       `json:"mode,omitempty"` // a Redisson read-write lock's mode
@@ -269,7 +285,7 @@ type jsonWaiter struct {
 
 func toJSON(r *inspect.Report) jsonReport {
 	j := jsonReport{
-		Name: r.Name, Time: r.Time, Locked: r.Locked, Mode: r.Mode, Channel: r.Channel, Subscribers: r.Subscribers,
+		Name: r.Name, Time: r.Time, Exists: exists(r), Locked: r.Locked, Mode: r.Mode, Channel: r.Channel, Subscribers: r.Subscribers,
 		Holders: []jsonHolder{}, Queue: []jsonWaiter{},
 	}
 	if r.Locked && r.Expires {

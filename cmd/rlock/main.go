@@ -17,7 +17,8 @@
 //
 // Exit status:
 //
-//	0  success (also: nothing to unlock; --watch ended by Ctrl-C)
+//	0  success (also: inspect or unlock of a name with no key and no waiter,
+//	   shown as "no such lock"; nothing to unlock; --watch ended by Ctrl-C)
 //	1  failure: a locked demo run oversold or failed, a Redis error, a key
 //	   that is not a lock, a declined confirmation
 //	2  bad usage: command, flag, argument, URL, address or lock name; unlock
@@ -70,7 +71,8 @@ instead of the URL's, --tls (a rediss:// URL implies it) and
 Run 'rlock help COMMAND' or 'rlock COMMAND -h' for a command's flags.
 
 Exit status:
-  0  success (also: nothing to unlock; --watch ended by Ctrl-C)
+  0  success (also: inspect or unlock of a name with no key and no waiter,
+     shown as "no such lock"; nothing to unlock; --watch ended by Ctrl-C)
   1  failure: a locked demo run oversold or failed, a Redis error, a key that
      is not a lock, a declined confirmation
   2  bad usage: command, flag, argument, URL, address or lock name; unlock

@@ -279,11 +279,15 @@ func TestInspect(t *testing.T) {
 	})
 }
 
-func TestInspectFree(t *testing.T) {
+// TestInspectNoSuchLock: a name with no key and no waiter is "no such
+// lock" (exit 0, "exists": false), not a plain "free"; a free lock that left
+// a key behind (its token counter) is "free".
+func TestInspectNoSuchLock(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		code, out, errOut := runBin(t, "", "inspect", "--fair", redisURL(b), "cli-free")
 		require.Equal(t, 0, code, errOut)
-		require.Contains(t, out, "state        free")
+		require.Contains(t, out, "state        no such lock (no key and no waiter: free, if the name is right)")
+		require.NotContains(t, out, "state        free")
 		require.Contains(t, out, "token        none")
 		require.Contains(t, out, "fair queue   empty")
 
@@ -294,9 +298,25 @@ func TestInspectFree(t *testing.T) {
 		_, err := time.Parse(time.RFC3339Nano, got["time"].(string))
 		require.NoError(t, err)
 		delete(got, "time")
-		require.Equal(t, map[string]any{"name": "cli-free", "locked": false, "holders": []any{}, "ttl_ms": nil,
+		require.Equal(t, map[string]any{"name": "cli-free", "exists": false, "locked": false, "holders": []any{}, "ttl_ms": nil,
 			"no_expiry": false, "token": nil, "channel": base.Channel("cli-free"), "subscribers": float64(0),
 			"queue": []any{}}, got)
+
+		code, out, errOut = runBin(t, "", "unlock", "--force", "--yes", redisURL(b), "cli-free")
+		require.Equal(t, 0, code, errOut)
+		require.Equal(t, "No such lock cli-free (no key and no waiter); nothing to do.\n", out)
+
+		// Released, with its fencing counter left behind: free.
+		require.NoError(t, b.NewClient(t).Set(context.Background(), inspect.KeysOf("cli-was-held").Token, 3, 0).Err())
+		code, out, errOut = runBin(t, "", "inspect", redisURL(b), "cli-was-held")
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, out, "state        free\n")
+		code, out, errOut = runBin(t, "", "inspect", "--json", redisURL(b), "cli-was-held")
+		require.Equal(t, 0, code, errOut)
+		require.Contains(t, out, `"exists":true,"locked":false`)
+		code, out, errOut = runBin(t, "", "unlock", "--force", "--yes", redisURL(b), "cli-was-held")
+		require.Equal(t, 0, code, errOut)
+		require.Equal(t, "cli-was-held is not locked; nothing to do.\n", out)
 	})
 }
 
@@ -404,7 +424,7 @@ func TestUnlockForce(t *testing.T) {
 
 		code, out, errOut = runBin(t, "", "unlock", name, "--force", "--yes", redisURL(b))
 		require.Equal(t, 0, code, errOut)
-		require.Contains(t, out, "not locked; nothing to do")
+		require.Contains(t, out, "No such lock "+name+" (no key and no waiter); nothing to do")
 	})
 }
 

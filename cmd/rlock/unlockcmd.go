@@ -69,7 +69,11 @@ func unlockCmd(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	if !r.Locked {
+	switch {
+	case !exists(r):
+		fmt.Fprintf(e.stdout, "No such lock %s (no key and no waiter); nothing to do.\n", name)
+		return nil
+	case !r.Locked:
 		fmt.Fprintf(e.stdout, "%s is not locked; nothing to do.\n", name)
 		return nil
 	}
