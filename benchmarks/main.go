@@ -6,11 +6,13 @@
 //
 // Run it from this directory:
 //
-//	go run .                 # client and servers where the OS puts them
-//	go run . -pin            # everything on CPU 0 (re-executes under taskset -c 0)
+//	go run .                      # client and servers where the OS puts them
+//	go run . -pin                 # everything on CPU 0 (re-executes under taskset -c 0)
+//	go run . -out results         # also update the committed results
 //
-// It prints a markdown table, and writes results-<placement>.json, .md and
-// chart-<placement>.svg into -out (default results/).
+// It prints a markdown table. Only with -out DIR does it write
+// results-<placement>.json, .md and chart-<placement>.svg into DIR, so a
+// plain run never overwrites the committed results in results/.
 package main
 
 import (
@@ -52,25 +54,31 @@ type options struct {
 	decay         int
 }
 
-func main() {
-	var o options
-	flag.StringVar(&o.scenarios, "scenarios", "1,2,3,4,5,6,6c,7", "comma-separated scenarios to run")
-	flag.DurationVar(&o.duration, "duration", 2*time.Second, "measuring time per contender, scenario and round")
-	flag.IntVar(&o.rounds, "rounds", 3, "rounds: every round runs every contender of every scenario once, in a rotating order")
-	flag.DurationVar(&o.section, "section", time.Millisecond, "critical section of the contended scenarios (busy work)")
-	flag.IntVar(&o.parallel, "parallel", 64, "goroutines (each on its own key) of scenario 2")
-	flag.IntVar(&o.watchdogLocks, "watchdog-locks", 10000, "locks held at once in scenario 6")
-	flag.IntVar(&o.clusterLocks, "cluster-locks", 100000, "locks held at once in scenario 6c (3+3 cluster)")
-	flag.DurationVar(&o.watchdogLease, "watchdog-lease", 3*time.Second, "watchdog lease of scenarios 6 and 6c, renewed every third of it")
-	flag.IntVar(&o.waiters, "waiters", 10000, "blocked Lock calls in scenario 7")
-	flag.IntVar(&o.waiterLocks, "waiter-locks", 1000, "locks the waiters of scenario 7 wait for")
-	flag.StringVar(&o.out, "out", "results", "directory for the JSON, markdown and SVG files (empty: none)")
-	flag.BoolVar(&o.pin, "pin", false, "run client and servers on CPU 0 only (re-executes under taskset -c 0)")
-	flag.BoolVar(&o.mini, "miniredis", false, "use embedded miniredis instead of redis-server (figures dominated by miniredis)")
-	flag.StringVar(&o.only, "only", "", "run only contenders whose label contains this text (the floor always runs)")
-	flag.IntVar(&o.decay, "decay", 0, "instead of the scenarios: run this many lock+unlock cycles of rlock and the floor on embedded miniredis (real-time TTLs) and print the rate over the run")
-	flag.Parse()
+const usageHeader = `Usage: go run . [flags]   (in rlock's benchmarks/ directory)
 
+Compares rlock with the Go peers (redsync, bsm/redislock, rueidislock) and
+with the floor, SET NX PX plus a compare-and-delete script, the least work a
+Redis lock can do. Every scenario runs every contender in one run,
+interleaved over rounds, on redis-server processes it starts itself on free
+loopback ports (miniredis, with a note, when redis-server is missing). A full
+run takes three to four minutes.
+
+It prints a markdown table of every figure as a ratio to the floor measured
+in the same run. Files are written only with -out: -out results updates the
+committed results (results-<placement>.json and .md, chart-<placement>.svg;
+<placement> is unpinned, or one-cpu with -pin).
+
+Flags:
+`
+
+func main() {
+	o, err := parseFlags(os.Args[1:], os.Stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	case err != nil:
+		os.Exit(2)
+	}
 	if o.pin && os.Getenv(pinnedEnv) == "" {
 		os.Exit(reexecPinned())
 	}
@@ -86,6 +94,41 @@ func main() {
 		stop()
 		os.Exit(1)
 	}
+}
+
+// parseFlags parses the command line; -h prints the usage header and the
+// flags on output and returns flag.ErrHelp.
+func parseFlags(args []string, output io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("benchmarks", flag.ContinueOnError)
+	fs.SetOutput(output)
+	fs.Usage = func() {
+		fmt.Fprint(output, usageHeader)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.scenarios, "scenarios", "1,2,3,4,5,6,6c,7", "comma-separated scenarios to run")
+	fs.DurationVar(&o.duration, "duration", 2*time.Second, "measuring time per contender, scenario and round")
+	fs.IntVar(&o.rounds, "rounds", 3, "rounds: every round runs every contender of every scenario once, in a rotating order")
+	fs.DurationVar(&o.section, "section", time.Millisecond, "critical section of the contended scenarios (busy work)")
+	fs.IntVar(&o.parallel, "parallel", 64, "goroutines (each on its own key) of scenario 2")
+	fs.IntVar(&o.watchdogLocks, "watchdog-locks", 10000, "locks held at once in scenario 6")
+	fs.IntVar(&o.clusterLocks, "cluster-locks", 100000, "locks held at once in scenario 6c (3+3 cluster)")
+	fs.DurationVar(&o.watchdogLease, "watchdog-lease", 3*time.Second, "watchdog lease of scenarios 6 and 6c, renewed every third of it")
+	fs.IntVar(&o.waiters, "waiters", 10000, "blocked Lock calls in scenario 7")
+	fs.IntVar(&o.waiterLocks, "waiter-locks", 1000, "locks the waiters of scenario 7 wait for")
+	fs.StringVar(&o.out, "out", "", "directory to write the JSON, markdown and SVG files into, e.g. results (the committed ones); default: none, the table is only printed")
+	fs.BoolVar(&o.pin, "pin", false, "run client and servers on CPU 0 only (re-executes under taskset -c 0)")
+	fs.BoolVar(&o.mini, "miniredis", false, "use embedded miniredis instead of redis-server (figures dominated by miniredis)")
+	fs.StringVar(&o.only, "only", "", "run only contenders whose label contains this text (the floor always runs)")
+	fs.IntVar(&o.decay, "decay", 0, "instead of the scenarios: run this many lock+unlock cycles of rlock and the floor on embedded miniredis (real-time TTLs) and print the rate over the run")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(output, "benchmarks: unexpected argument %q (flags only; -h lists them)\n", fs.Arg(0))
+		return o, errors.New("unexpected argument")
+	}
+	return o, nil
 }
 
 // reexecPinned runs this program again under taskset -c 0, so that the
@@ -304,6 +347,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	table := markdown(rep)
 	fmt.Fprint(stdout, table)
 	if o.out == "" {
+		fmt.Fprintf(stderr, "benchmarks: done in %v; no files written (-out results would update the committed results)\n", rep.TotalTime.Round(time.Second))
 		return nil
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -128,5 +131,59 @@ func TestQuantiles(t *testing.T) {
 	}
 	if quantiles(nil) != nil {
 		t.Error("quantiles of nothing should be nil")
+	}
+}
+
+// TestHelpSaysWhatItDoes: -h prints what the program does before the flags.
+func TestHelpSaysWhatItDoes(t *testing.T) {
+	var out bytes.Buffer
+	_, err := parseFlags([]string{"-h"}, &out)
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: %v", err)
+	}
+	help := out.String()
+	for _, want := range []string{"Usage: go run . [flags]", "Compares rlock with the Go peers", "Files are written only with -out", "  -out string"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("-h lacks %q:\n%s", want, help)
+		}
+	}
+	if _, err := parseFlags([]string{"extra"}, io.Discard); err == nil {
+		t.Error("an argument is not a flag: want an error")
+	}
+}
+
+// TestPlainRunWritesNoFiles: without -out a run prints its table and writes
+// nothing, so it never overwrites the committed results.
+func TestPlainRunWritesNoFiles(t *testing.T) {
+	o, err := parseFlags([]string{"-miniredis", "-scenarios=1", "-duration=20ms", "-rounds=1", "-only=rlock (reentrant)"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.out != "" {
+		t.Fatalf("-out defaults to %q, want none", o.out)
+	}
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.Mkdir("results", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if err := run(context.Background(), o, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "### 1.") {
+		t.Errorf("no table printed:\n%s", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "no files written (-out results would update the committed results)") {
+		t.Errorf("stderr does not say that nothing was written:\n%s", stderr.String())
+	}
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			t.Errorf("a plain run wrote %s", path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
