@@ -49,14 +49,6 @@ func binaries(t testing.TB) (server, cli string) {
 	return server, cli
 }
 
-func missing(t testing.TB, msg string) {
-	t.Helper()
-	if os.Getenv(RequireEnv) != "" {
-		t.Fatalf("redistest: %s is set but %s", RequireEnv, msg)
-	}
-	t.Skip(msg)
-}
-
 // Cluster is a Redis Cluster of three masters with one replica each, six
 // redis-server processes on loopback ports, persistence off. Create one with
 // StartCluster (its own, stopped in t.Cleanup) or SharedCluster (one per

@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -30,7 +31,7 @@ func noLeaks(t *testing.T) {
 func requireRealRedis(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip(SkipMessage)
+		missing(t, SkipMessage)
 	}
 }
 
@@ -702,3 +703,37 @@ func (f *fakeTB) run(fn func()) {
 	}()
 	<-done
 }
+
+// TestMissingSaysSoOnce: a missing binary skips every test that needs it,
+// and says so in one line per test binary, also on the terminal when go
+// test buffers stderr; with RequireEnv set it fails instead.
+func TestMissingSaysSoOnce(t *testing.T) {
+	var stderr, tty bytes.Buffer
+	savedStderr, savedToTTY, savedOpen := noticeStderr, noticeToTTY, openTTY
+	t.Cleanup(func() { noticeStderr, noticeToTTY, openTTY = savedStderr, savedToTTY, savedOpen })
+	noticeStderr = &stderr
+	noticeToTTY = func() bool { return true }
+	openTTY = func() (io.WriteCloser, error) { return nopCloser{&tty}, nil }
+	t.Setenv(RequireEnv, "")
+	msg := "frob-server not found on PATH (" + t.Name() + ")"
+
+	for range 3 {
+		ft := &fakeTB{TB: t}
+		ft.run(func() { missing(ft, msg) })
+		require.False(t, ft.failed)
+		require.Equal(t, msg, ft.output(), "each test is skipped with the message")
+	}
+	want := "github.com/rlock-go/rlock/internal/redistest: " + msg + "; skipping them (RLOCK_REQUIRE_REDIS=1 makes this a failure)\n"
+	require.Equal(t, want, stderr.String(), "one line per test binary")
+	require.Equal(t, want, tty.String())
+
+	t.Setenv(RequireEnv, "1")
+	ft := &fakeTB{TB: t}
+	ft.run(func() { missing(ft, msg) })
+	require.True(t, ft.failed)
+	require.Contains(t, ft.output(), "RLOCK_REQUIRE_REDIS is set but "+msg)
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }

@@ -68,17 +68,15 @@ type serverProc struct {
 
 // StartServer starts a redis-server on a free loopback port and waits until
 // it answers PING. It skips the test (see SkipMessage) when redis-server is
-// not on PATH. extraArgs are appended to the command line, e.g.
+// not on PATH, saying so once per test binary even without -v, or fails it
+// when RequireEnv is set. extraArgs are appended to the command line, e.g.
 // "--maxmemory", "10mb". The server runs in its own t.TempDir and is stopped
 // (SIGCONT, SIGTERM, SIGKILL after a timeout) in t.Cleanup.
 func StartServer(t testing.TB, extraArgs ...string) *Server {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		if os.Getenv(RequireEnv) != "" {
-			t.Fatalf("redistest: %s is set but %s", RequireEnv, SkipMessage)
-		}
-		t.Skip(SkipMessage)
+		missing(t, SkipMessage)
 	}
 	dir := t.TempDir()
 	s := &Server{
