@@ -13,7 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/core"
+	"github.com/rlock-go/rlock/internal/lua"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/reentrant"
 )
@@ -532,5 +534,36 @@ func TestUnlockOfLostHoldIsNotAnsweredFromEarlierLatch(t *testing.T) {
 		require.NoError(t, rdb.Del(ctx, name).Err())
 		require.ErrorIs(t, l.Unlock(ctx), rlock.ErrNotHeld)
 		require.ErrorIs(t, l.Err(), rlock.ErrLockLost)
+	})
+}
+
+// A very late copy of an owner's last release (left in a frozen server's
+// socket, run after the owner took the lock again) must not release the
+// new holding: the owner's latch still names that request, so the copy is
+// answered as the original was and changes nothing.
+func TestLateCopyOfLastReleaseSparesTheNextHolding(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		rdb := b.NewClient(t)
+		l := newLock(t, newClient(t, b), name)
+		field, err := l.Owner(ctx)
+		require.NoError(t, err)
+		latch := base.DerivedKey(base.LatchPrefix, name) + ":" + field
+		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, l.Unlock(ctx))
+		request, err := rdb.Get(ctx, latch).Result()
+		require.NoError(t, err, "the last release records its request in the owner's latch")
+		require.NoError(t, l.Lock(ctx))
+
+		// The late copy: the same arguments the release sent.
+		res, err := lua.Unlock.Run(ctx, rdb, []string{name, base.Channel(name), latch},
+			int64(30000), field, 1, base.UnlockMessage, int64(60000), "c", request).Int64Slice()
+		require.NoError(t, err)
+		require.Equal(t, []int64{1, 0}, res, "answered as the original release was")
+		n, err := l.HoldCount(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, n, "the late copy released the owner's next holding")
+		require.NoError(t, l.Unlock(ctx))
 	})
 }
