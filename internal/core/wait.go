@@ -157,13 +157,30 @@ func (l *Lock) leave(o *ownerState) {
 		if o.count > 0 || o.waiting.Load() > 0 {
 			return
 		}
-		if err := l.c.runCall(context.Background(), call).Err(); err != nil {
+		if err := l.sendLeave(call); err != nil {
 			l.c.logger().Warn("rlock: leaving the line failed; the place lapses at its deadline",
 				"lock", l.name, "owner", o.key.field, "err", err)
 		}
 	}
 	if !l.c.goBackground(run) {
 		run()
+	}
+}
+
+// leaveTries bounds how often a leave is sent when Redis does not answer
+// it: leaving is idempotent, and a place left behind holds up the waiters
+// behind it until its deadline (the queue timeout, 30 s by default).
+const leaveTries = 4
+
+// sendLeave sends call, a leave, and sends it again (pausing 10, 20, 40
+// ms) while its outcome is unknown or the failure transient.
+func (l *Lock) sendLeave(call scriptCall) error {
+	for try := 0; ; try++ {
+		err := l.c.runCall(context.Background(), call).Err()
+		if err == nil || try == leaveTries-1 || !transient(err) {
+			return err
+		}
+		time.Sleep(transientPause << try)
 	}
 }
 
