@@ -3,7 +3,6 @@ package core_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -148,13 +147,4 @@ func eventually(cond func() bool) bool {
 		}
 	}
 	return false
-}
-
-func receive(t *testing.T, c <-chan struct{}, what string) {
-	t.Helper()
-	select {
-	case <-c:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: no signal within 10 s", strings.TrimSpace(what))
-	}
 }
