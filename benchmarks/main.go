@@ -54,7 +54,7 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.scenarios, "scenarios", "1,2,3,4,5,6,6c,7", "comma-separated scenarios to run")
+	flag.StringVar(&o.scenarios, "scenarios", "1,2,3,4,5,6,6c,7,8,8s,9", "comma-separated scenarios to run")
 	flag.DurationVar(&o.duration, "duration", 2*time.Second, "measuring time per contender, scenario and round")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds: every round runs every contender of every scenario once, in a rotating order")
 	flag.DurationVar(&o.section, "section", time.Millisecond, "critical section of the contended scenarios (busy work)")
@@ -158,7 +158,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		}
 	}
 	if len(want) > 0 || len(scs) == 0 {
-		return fmt.Errorf("-scenarios %q: choose from 1-7 and 6c", o.scenarios)
+		return fmt.Errorf("-scenarios %q: choose from 1-9, 6c and 8s", o.scenarios)
 	}
 	if o.rounds < 1 || o.duration <= 0 || o.parallel < 1 || o.watchdogLocks < 1 || o.clusterLocks < 1 || o.waiters < 1 || o.waiterLocks < 1 || o.watchdogLease < 3*time.Millisecond {
 		return errors.New("-rounds, -duration, -parallel, -watchdog-locks, -cluster-locks, -waiters and -waiter-locks must be positive, -watchdog-lease at least 3ms")

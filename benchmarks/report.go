@@ -147,6 +147,14 @@ func markdown(rep *report) string {
 			continue
 		}
 		fl := rep.floor(sc)
+		if isRWScenario(sc) {
+			rwTable(&w, rep, sc, rs)
+			if s := rep.Skipped[sc]; s != "" {
+				fmt.Fprintf(&w, "\n_%s_\n", s)
+			}
+			w.WriteString("\n")
+			continue
+		}
 		switch sc {
 		case "1", "5":
 			w.WriteString("| contender | nodes | lock+unlock p50 | p99 | ops/s | p50 vs floor | ops/s vs floor | requests/op | server cmds/op | notes |\n|---|---|---|---|---|---|---|---|---|---|\n")

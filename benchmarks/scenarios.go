@@ -46,7 +46,7 @@ type scenario struct {
 }
 
 func scenarios() []scenario {
-	return []scenario{
+	return append([]scenario{
 		{id: "1", title: "Uncontended lock+unlock, one goroutine", contenders: single, run: runUncontended},
 		{id: "2", title: "Parallel: goroutines on as many distinct keys, one client", contenders: single, run: runParallel},
 		{id: "3", title: "Contended handoff: 16 goroutines over 4 clients on one key", contenders: single, run: runContended},
@@ -55,7 +55,7 @@ func scenarios() []scenario {
 		{id: "6", title: "Watchdog at scale (rlock)", contenders: rlockOnly, run: runWatchdogScale, once: true},
 		{id: "6c", title: "Watchdog at scale on a 3-master cluster with replicas (rlock)", contenders: rlockOnly, run: runWatchdogCluster, once: true, cluster: true},
 		{id: "7", title: "Waiters at scale (rlock)", contenders: rlockOnly, run: runWaitersScale, once: true},
-	}
+	}, rwScenarios()...)
 }
 
 func single(*bench) []contender {

@@ -49,6 +49,9 @@ func (l *Lock) join(ctx context.Context, ws *waitState) (*waiters.Waiter, outcom
 		}
 		return nil, out, err
 	}
+	if hook := testHookAttempted.Load(); hook != nil {
+		(*hook)(ctx)
+	}
 	if early != nil {
 		return early, out, nil
 	}
@@ -71,7 +74,7 @@ func (l *Lock) join(ctx context.Context, ws *waitState) (*waiters.Waiter, outcom
 // subscribed, a wake-up once the subscription is confirmed. A call
 // granted at once leaves again (the channel lingers for the next).
 func (l *Lock) joinEarly(plan waitPlan) *waiters.Waiter {
-	if !plan.early {
+	if !plan.early || testJoinLate.Load() {
 		return nil
 	}
 	w, ok := l.c.hub.Join(plan.channel)
