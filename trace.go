@@ -35,7 +35,8 @@ type Trace struct {
 	// Lost is called when a holding period ends by the loss of the
 	// owner's holds (Err wraps ErrLockLost): whenever the lock's Done
 	// channel closes with an error. Every loss is logged too (see
-	// WithLogger), with or without this hook.
+	// WithLogger), with or without this hook. Released and Lost are called
+	// just before Done closes, so whoever waits on Done finds them called.
 	Lost func(LossInfo)
 	// Renewed is called after each of the watchdog's renewal rounds on
 	// one Redis node, from the watchdog's goroutine.

@@ -150,6 +150,7 @@ func TestTraceReportsALocksLife(t *testing.T) {
 		require.Equal(t, "not_held_at_renewal", l.Cause)
 		require.Equal(t, c.ID()+":#2", l.Owner)
 		require.ErrorIs(t, l.Err, rlock.ErrLockLost)
+		<-b.Done()
 		require.Equal(t, b.Err(), l.Err)
 
 		// Lost: an explicit lease runs out.

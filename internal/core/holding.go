@@ -90,8 +90,8 @@ func (hp *holding) endLocked(err error) {
 	if hp.expiry != nil {
 		hp.expiry.Stop()
 	}
+	hp.report(err) // before Done closes: whoever waits on it sees the event reported
 	hp.cancel(err) // nil: context.Canceled
-	hp.report(err)
 }
 
 // lose is a loss found by the watchdog or the lease's end. While a release
