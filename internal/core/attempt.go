@@ -294,7 +294,7 @@ func (l *Lock) confirmLateGrant(ctx context.Context, o *ownerState, lease time.D
 // re-entry: it ends the holding and returns the loss.
 func (l *Lock) lostAtReentry(o *ownerState, why string) error {
 	o.setCount(0)
-	lost := fmt.Errorf("%w: %q %s", base.ErrLockLost, l.name, why)
+	lost := base.Lost(base.LossNotHeldAtReentry, fmt.Errorf("%w: %q %s", base.ErrLockLost, l.name, why))
 	o.stopRenewal(lost)
 	return lost
 }
@@ -327,6 +327,7 @@ func (l *Lock) adopt(o *ownerState, rep acquireReply, lease time.Duration, watch
 		}
 		o.lease = 0
 		hp = newHolding(rep.token)
+		hp.began(l, o)
 		o.holding.Store(hp)
 	}
 	switch {

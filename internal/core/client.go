@@ -41,6 +41,7 @@ type Client struct {
 	requests atomic.Uint64 // request IDs
 
 	log *slog.Logger
+	ev  events // the hooks of Config.Hooks
 
 	bgMu     sync.Mutex
 	bgClosed bool           // no more background work: Close waits for bg
@@ -69,6 +70,8 @@ type Config struct {
 	AutoPipeline bool
 	// PubSub is how waiters listen and releases publish (see waiters.Mode).
 	PubSub waiters.Mode
+	// Hooks are called on the engine's events (see rlock.Trace).
+	Hooks []Hooks
 }
 
 // NewClient returns a client that runs its locks through rdb. It does no
@@ -106,6 +109,7 @@ func NewClient(rdb base.Redis, cfg Config) (*Client, error) {
 		replay:   cfg.Replay,
 		maxPoll:  cfg.MaxPoll,
 		log:      cfg.Logger,
+		ev:       newEvents(cfg.Hooks),
 		closing:  make(chan struct{}),
 		owners:   make(map[ownerKey]*ownerState),
 	}, nil

@@ -34,6 +34,9 @@
 //     ForceUnlock.
 //   - lease.go: SetLease, and what protects a holding (watchdog, lease).
 //   - owner.go, holding.go: the bookkeeping above.
+//   - trace.go: the events reported to hooks (rlock.Trace): a Lock call's
+//     end, waiting, a holding's end (logged too, when a loss); each emitted
+//     by one call at its place in the flow.
 //   - query.go: IsLocked, HoldCount, TTL, Queue and the handle's view of
 //     its holding; rwstate.go: a read-write lock's state and its
 //     force-unlock in any mode.

@@ -21,13 +21,17 @@ func (l *Lock) wait(ctx context.Context, o *ownerState, lease time.Duration) (er
 			l.leave(o)
 		}
 	}()
+	start := l.c.ev.now()
 	ws := &waitState{l: l, o: o, req: request{lease: lease, retrying: true}, plan: l.kind.waitPlan(o.key.field)}
+	defer func() { l.acquireDone(o, start, ws.waited, ws.woken, err) }()
 	ws.req.queue = ws.plan.queue
 	w, out, err := l.join(ctx, ws)
 	if w == nil {
 		return ws.done(err)
 	}
 	defer w.Leave()
+	ws.startWaiting()
+	defer ws.stopWaiting()
 	return ws.done(l.waitAndRetry(ctx, w, ws, out))
 }
 
@@ -129,6 +133,7 @@ func (l *Lock) sleep(ctx context.Context, w *waiters.Waiter, timer *time.Timer, 
 // passed on to the channel's next waiter, so a failure never swallows a
 // release meant for someone.
 func (l *Lock) retry(ctx context.Context, w *waiters.Waiter, ws *waitState, woken bool) (outcome, error) {
+	ws.woken = woken
 	out, err := l.attempt(ctx, ws.o, ws.req)
 	if woken && err != nil {
 		w.PassOn()
@@ -206,6 +211,9 @@ type waitState struct {
 	plan  waitPlan
 	last  error
 	fails int
+
+	waited bool // it waited for a release (for its acquire event)
+	woken  bool // its last attempt followed a wake-up
 }
 
 // retryable turns the failures a waiting Lock outlives into a pause before
@@ -219,13 +227,13 @@ func (ws *waitState) retryable(out outcome, err error) (outcome, error) {
 		ws.fails = 0
 		return out, nil
 	case errors.Is(err, base.ErrNotReplicated):
-		l.c.logger().Warn("rlock: acquisition undone, no replica acknowledged it; trying again", "lock", l.name, "err", err)
+		l.c.logger().Warn("rlock: acquisition undone, no replica acknowledged it; trying again", "lock", l.name, "owner", ws.o.key.field, "err", err)
 		return pausedFor(notReplicatedPause), nil
 	case transient(err):
 		ws.last = err
 		pause := min(transientPause<<min(ws.fails, 10), transientPauseMax)
 		ws.fails++
-		l.c.logger().Debug("rlock: attempt failed; trying again", "lock", l.name, "err", err, "pause", pause)
+		l.c.logger().Debug("rlock: attempt failed; trying again", "lock", l.name, "owner", ws.o.key.field, "err", err, "pause", pause)
 		return pausedFor(pause), nil
 	}
 	return out, err
