@@ -128,7 +128,7 @@ type Hub struct {
 	shards   map[string]*conn // sharded connections, by master address
 	failures int              // consecutive sharded routing failures (backoff)
 
-	tag    string                           // this client's designation tag; "" for none
+	tag    string                                // this client's designation tag; "" for none
 	passOn func(channel string, drop, pass bool) // see SetDesignation
 }
 
