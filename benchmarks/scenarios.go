@@ -672,7 +672,7 @@ func runWaitersScale(ctx context.Context, b *bench, _ string, c contender) *resu
 	for i := range b.waiters {
 		wg.Go(func() {
 			defer granted.Done()
-			l, err := reentrant.New(ps[i%len(ps)].c, names[i%len(names)])
+			l, err := reentrant.New(ps[(i/len(names))%len(ps)].c, names[i%len(names)]) // each lock's waiters over every client
 			if err == nil {
 				if err = l.Lock(wctx); err == nil {
 					err = l.Unlock(wctx)
