@@ -45,6 +45,7 @@ type options struct {
 	watchdogLease time.Duration
 	waiters       int
 	waiterLocks   int
+	waiterClients int
 	out           string
 	pin           bool
 	mini          bool
@@ -54,7 +55,7 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.scenarios, "scenarios", "1,2,3,4,5,6,6c,7,8,8s,9", "comma-separated scenarios to run")
+	flag.StringVar(&o.scenarios, "scenarios", "1,2,3,3s,4,5,6,6c,7,8,8s,9", "comma-separated scenarios to run")
 	flag.DurationVar(&o.duration, "duration", 2*time.Second, "measuring time per contender, scenario and round")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds: every round runs every contender of every scenario once, in a rotating order")
 	flag.DurationVar(&o.section, "section", time.Millisecond, "critical section of the contended scenarios (busy work)")
@@ -64,6 +65,7 @@ func main() {
 	flag.DurationVar(&o.watchdogLease, "watchdog-lease", 3*time.Second, "watchdog lease of scenarios 6 and 6c, renewed every third of it")
 	flag.IntVar(&o.waiters, "waiters", 10000, "blocked Lock calls in scenario 7")
 	flag.IntVar(&o.waiterLocks, "waiter-locks", 1000, "locks the waiters of scenario 7 wait for")
+	flag.IntVar(&o.waiterClients, "waiter-clients", 1, "clients (processes) the waiters of scenario 7 are spread over")
 	flag.StringVar(&o.out, "out", "results", "directory for the JSON, markdown and SVG files (empty: none)")
 	flag.BoolVar(&o.pin, "pin", false, "run client and servers on CPU 0 only (re-executes under taskset -c 0)")
 	flag.BoolVar(&o.mini, "miniredis", false, "use embedded miniredis instead of redis-server (figures dominated by miniredis)")
@@ -158,7 +160,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		}
 	}
 	if len(want) > 0 || len(scs) == 0 {
-		return fmt.Errorf("-scenarios %q: choose from 1-9, 6c and 8s", o.scenarios)
+		return fmt.Errorf("-scenarios %q: choose from 1-9, 3s, 6c and 8s", o.scenarios)
 	}
 	if o.rounds < 1 || o.duration <= 0 || o.parallel < 1 || o.watchdogLocks < 1 || o.clusterLocks < 1 || o.waiters < 1 || o.waiterLocks < 1 || o.watchdogLease < 3*time.Millisecond {
 		return errors.New("-rounds, -duration, -parallel, -watchdog-locks, -cluster-locks, -waiters and -waiter-locks must be positive, -watchdog-lease at least 3ms")
@@ -186,7 +188,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	defer stopNodes(nodes)
 	b := &bench{
 		nodes: nodes, mini: mini, duration: o.duration, section: o.section, parallel: o.parallel,
-		watchdogLocks: o.watchdogLocks, watchdogLease: o.watchdogLease, waiters: o.waiters, waiterLocks: o.waiterLocks,
+		watchdogLocks: o.watchdogLocks, watchdogLease: o.watchdogLease, waiters: o.waiters, waiterLocks: o.waiterLocks, waiterClients: o.waiterClients,
 		clusterLocks: o.clusterLocks,
 	}
 	clusterNote := ""
@@ -212,7 +214,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		Settings: map[string]string{
 			"duration": o.duration.String(), "rounds": fmt.Sprint(o.rounds), "section": o.section.String(),
 			"parallel": fmt.Sprint(o.parallel), "watchdog_locks": fmt.Sprint(o.watchdogLocks), "watchdog_lease": o.watchdogLease.String(),
-			"waiters": fmt.Sprint(o.waiters), "waiter_locks": fmt.Sprint(o.waiterLocks), "cluster_locks": fmt.Sprint(o.clusterLocks), "note": note,
+			"waiters": fmt.Sprint(o.waiters), "waiter_locks": fmt.Sprint(o.waiterLocks), "waiter_clients": fmt.Sprint(o.waiterClients), "cluster_locks": fmt.Sprint(o.clusterLocks), "note": note,
 		},
 		Skipped: map[string]string{},
 		Titles:  map[string]string{"rtt": "One Redis round trip (PING)"},

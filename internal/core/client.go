@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlock-go/rlock/internal/base"
+	"github.com/rlock-go/rlock/internal/lua"
 	"github.com/rlock-go/rlock/internal/renewal"
 	"github.com/rlock-go/rlock/internal/replsync"
 	"github.com/rlock-go/rlock/internal/waiters"
@@ -29,6 +30,7 @@ import (
 type Client struct {
 	rdb      base.Redis
 	id       string
+	tag      string // designation tag (waiters.Tag of id)
 	hub      *waiters.Hub
 	wd       *renewal.Scheduler
 	sync     *replsync.Syncer               // nil: no replica sync
@@ -99,10 +101,11 @@ func NewClient(rdb base.Redis, cfg Config) (*Client, error) {
 			return nil, err
 		}
 	}
-	return &Client{
+	c := &Client{
 		rdb:      rdb,
 		scripter: scripter,
 		id:       cfg.ID,
+		tag:      waiters.Tag(cfg.ID),
 		hub:      hub,
 		wd:       wd,
 		sync:     sync,
@@ -112,7 +115,31 @@ func NewClient(rdb base.Redis, cfg Config) (*Client, error) {
 		ev:       newEvents(cfg.Hooks),
 		closing:  make(chan struct{}),
 		owners:   make(map[ownerKey]*ownerState),
-	}, nil
+	}
+	hub.SetDesignation(c.tag, c.passOn)
+	return c, nil
+}
+
+// passOn runs pass_on.lua for the reentrant lock of channel, in the
+// background (see waiters.Hub.SetDesignation): unregisters this client
+// when drop, and designates other clients in its place when pass. A
+// failure is logged; a designation it loses leaves the lock's waiters to
+// their own polls.
+func (c *Client) passOn(channel string, drop, pass bool) {
+	names := base.ChannelLocks(channel)
+	if len(names) == 0 {
+		return
+	}
+	keys := append([]string{channel, base.Waiters(names[0])}, names...)
+	run := func() {
+		ctx := context.Background()
+		err := c.run(ctx, lua.PassOn, keys, c.tag, boolArg(drop), boolArg(pass), designations,
+			base.UnlockMessage, c.publishArg(ctx)).Err()
+		if err != nil {
+			c.logger().Warn("rlock: passing a wake-up on failed", "channel", channel, "err", err)
+		}
+	}
+	c.goBackground(run)
 }
 
 // withDefaults returns cfg with every unset field set to its default for

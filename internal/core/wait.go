@@ -25,11 +25,18 @@ func (l *Lock) wait(ctx context.Context, o *ownerState, lease time.Duration) (er
 	ws := &waitState{l: l, o: o, req: request{lease: lease, retrying: true}, plan: l.kind.waitPlan(o.key.field)}
 	defer func() { l.acquireDone(o, start, ws.waited, ws.woken, err) }()
 	ws.req.queue = ws.plan.queue
+	if ws.plan.registers {
+		ws.req.waiting = &ws.plan
+	}
 	w, out, err := l.join(ctx, ws)
 	if w == nil {
 		return ws.done(err)
 	}
 	defer w.Leave()
+	ws.req.joined = true
+	if ws.plan.registers {
+		w.Registers()
+	}
 	ws.startWaiting()
 	defer ws.stopWaiting()
 	return ws.done(l.waitAndRetry(ctx, w, ws, out))
