@@ -123,8 +123,12 @@ func WithMaxPoll(d time.Duration) ClientOption {
 	}
 }
 
-// WithLogger sets where the client logs failures of background work:
-// renewals, and fair-queue departures (default: nowhere).
+// WithLogger sets where the client logs (default: nowhere): at Warn, every
+// lost lock (with its cause, as Trace's LossInfo names it), renewal
+// failures and failed fair-queue departures; at Debug, attempts a waiting
+// Lock retries. Every line about a lock carries its name ("lock") and the
+// owner's field ("owner"); a failed renewal round names the first of its
+// locks and how many it carried ("locks").
 func WithLogger(l *slog.Logger) ClientOption {
 	return func(c *clientConfig) error {
 		if l == nil {

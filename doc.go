@@ -22,6 +22,8 @@
 //   - fair: Redisson's fair lock: the same, granted in arrival order.
 //   - multilock: several locks of any kind held as one, all or nothing,
 //     or (quorum mode) held when k of n are.
+//   - rwlock: Redisson's RReadWriteLock: shared reads, exclusive writes,
+//     and waiting writers that keep new readers out.
 //   - redlock: the Redlock algorithm: a quorum of n independent masters.
 //
 // Package watchdog documents the renewal of watchdog-mode locks (one
@@ -56,35 +58,13 @@
 //
 // # Safety model
 //
-// A Redis lock is a lease, not a guarantee. What rlock promises while Redis
-// works and clocks behave: at most one owner holds a lock at a time; a
-// holder that crashes releases it when its lease runs out; a blocked Lock
-// is woken promptly by the release (pub/sub) and never waits longer than
-// the lock's remaining TTL; an operation the Redis client re-sends after a
-// lost reply takes effect once; and a Redis error is never read as
-// "acquired".
-//
-// What it cannot promise, and what to do about it:
-//
-//   - Expiry uses the server's clock. A holder paused longer than its lease
-//     (GC, CPU starvation, a frozen VM) can still believe it holds a lock
-//     that has expired and been granted to someone else. The watchdog
-//     renews while the process runs and reports loss (Lock.Done, Lock.Err)
-//     as soon as it learns of it, or as soon as the lease has certainly run
-//     out while Redis was unreachable — but a paused process learns nothing
-//     while paused. Check Done before acting, keep critical sections short,
-//     and protect the resource itself with a fencing token where it matters:
-//     with WithFencing (reentrant and fair), every grant from free to held
-//     draws a token strictly larger than any before on that name, and a
-//     store that refuses tokens lower than one it has seen refuses the
-//     paused holder's late writes. The counter lives in Redis: a restart
-//     without persistence starts it again.
-//   - Replication is asynchronous. A failover can promote a replica that
-//     never saw the lock, and a second owner then gets it.
-//   - A Redis restart without persistence deletes every lock; holders are
-//     told at their next renewal.
-//
-// Every lock kind is a lease on one Redis deployment; RedLock, over several
-// independent masters, narrows the failover window but does not remove the
-// clock assumptions.
+// A Redis lock is a lease, not a guarantee. While Redis works and clocks
+// behave, rlock gives mutual exclusion, release on holder crash within one
+// lease, prompt wake-ups, exactly-once effects of re-sent commands, and never
+// reads a Redis error as "acquired". A holder paused past its lease, and a
+// failover that loses an unreplicated lock, are outside what any Redis lock
+// can prevent: watch Ctx, use fencing tokens (WithFencing) where a store can
+// refuse stale writers, and keep replica sync on. The full statement, with
+// unknown outcomes and the limits worth knowing, is docs/safety.md in the
+// repository.
 package rlock

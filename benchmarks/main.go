@@ -47,6 +47,7 @@ type options struct {
 	watchdogLease time.Duration
 	waiters       int
 	waiterLocks   int
+	waiterClients int
 	out           string
 	pin           bool
 	mini          bool
@@ -58,10 +59,11 @@ const usageHeader = `Usage: go run . [flags]   (in rlock's benchmarks/ directory
 
 Compares rlock with the Go peers (redsync, bsm/redislock, rueidislock) and
 with the floor, SET NX PX plus a compare-and-delete script, the least work a
-Redis lock can do. Every scenario runs every contender in one run,
-interleaved over rounds, on redis-server processes it starts itself on free
-loopback ports (miniredis, with a note, when redis-server is missing). A full
-run takes three to four minutes.
+Redis lock can do; and rlock's read-write lock with its reentrant lock on
+read-heavy loads (scenarios 8, 8s, 9). Every scenario runs every contender
+in one run, interleaved over rounds, on redis-server processes it starts
+itself on free loopback ports (miniredis, with a note, when redis-server is
+missing). A full run takes several minutes.
 
 It prints a markdown table of every figure as a ratio to the floor measured
 in the same run. Files are written only with -out: -out results updates the
@@ -106,7 +108,7 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 		fmt.Fprint(output, usageHeader)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.scenarios, "scenarios", "1,2,3,4,5,6,6c,7", "comma-separated scenarios to run")
+	fs.StringVar(&o.scenarios, "scenarios", "1,2,3,3s,4,5,6,6c,7,8,8s,9", "comma-separated scenarios to run")
 	fs.DurationVar(&o.duration, "duration", 2*time.Second, "measuring time per contender, scenario and round")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds: every round runs every contender of every scenario once, in a rotating order")
 	fs.DurationVar(&o.section, "section", time.Millisecond, "critical section of the contended scenarios (busy work)")
@@ -116,6 +118,7 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.DurationVar(&o.watchdogLease, "watchdog-lease", 3*time.Second, "watchdog lease of scenarios 6 and 6c, renewed every third of it")
 	fs.IntVar(&o.waiters, "waiters", 10000, "blocked Lock calls in scenario 7")
 	fs.IntVar(&o.waiterLocks, "waiter-locks", 1000, "locks the waiters of scenario 7 wait for")
+	fs.IntVar(&o.waiterClients, "waiter-clients", 1, "clients (processes) the waiters of scenario 7 are spread over")
 	fs.StringVar(&o.out, "out", "", "directory to write the JSON, markdown and SVG files into, e.g. results (the committed ones); default: none, the table is only printed")
 	fs.BoolVar(&o.pin, "pin", false, "run client and servers on CPU 0 only (re-executes under taskset -c 0)")
 	fs.BoolVar(&o.mini, "miniredis", false, "use embedded miniredis instead of redis-server (figures dominated by miniredis)")
@@ -201,7 +204,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		}
 	}
 	if len(want) > 0 || len(scs) == 0 {
-		return fmt.Errorf("-scenarios %q: choose from 1-7 and 6c", o.scenarios)
+		return fmt.Errorf("-scenarios %q: choose from 1-9, 3s, 6c and 8s", o.scenarios)
 	}
 	if o.rounds < 1 || o.duration <= 0 || o.parallel < 1 || o.watchdogLocks < 1 || o.clusterLocks < 1 || o.waiters < 1 || o.waiterLocks < 1 || o.watchdogLease < 3*time.Millisecond {
 		return errors.New("-rounds, -duration, -parallel, -watchdog-locks, -cluster-locks, -waiters and -waiter-locks must be positive, -watchdog-lease at least 3ms")
@@ -229,7 +232,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	defer stopNodes(nodes)
 	b := &bench{
 		nodes: nodes, mini: mini, duration: o.duration, section: o.section, parallel: o.parallel,
-		watchdogLocks: o.watchdogLocks, watchdogLease: o.watchdogLease, waiters: o.waiters, waiterLocks: o.waiterLocks,
+		watchdogLocks: o.watchdogLocks, watchdogLease: o.watchdogLease, waiters: o.waiters, waiterLocks: o.waiterLocks, waiterClients: o.waiterClients,
 		clusterLocks: o.clusterLocks,
 	}
 	clusterNote := ""
@@ -255,7 +258,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		Settings: map[string]string{
 			"duration": o.duration.String(), "rounds": fmt.Sprint(o.rounds), "section": o.section.String(),
 			"parallel": fmt.Sprint(o.parallel), "watchdog_locks": fmt.Sprint(o.watchdogLocks), "watchdog_lease": o.watchdogLease.String(),
-			"waiters": fmt.Sprint(o.waiters), "waiter_locks": fmt.Sprint(o.waiterLocks), "cluster_locks": fmt.Sprint(o.clusterLocks), "note": note,
+			"waiters": fmt.Sprint(o.waiters), "waiter_locks": fmt.Sprint(o.waiterLocks), "waiter_clients": fmt.Sprint(o.waiterClients), "cluster_locks": fmt.Sprint(o.clusterLocks), "note": note,
 		},
 		Skipped: map[string]string{},
 		Titles:  map[string]string{"rtt": "One Redis round trip (PING)"},

@@ -36,7 +36,7 @@ func smoke(t *testing.T, mini bool) {
 		lease = 3 * time.Second
 	}
 	o := options{
-		scenarios: "1,2,3,4,5,6,6c,7", duration: 30 * time.Millisecond, rounds: 2, section: time.Millisecond,
+		scenarios: "1,2,3,3s,4,5,6,6c,7,8,8s,9", duration: 30 * time.Millisecond, rounds: 2, section: time.Millisecond,
 		parallel: 4, watchdogLocks: 150, clusterLocks: 300, watchdogLease: lease, waiters: 60, waiterLocks: 6,
 		out: out, mini: mini,
 	}
@@ -45,7 +45,7 @@ func smoke(t *testing.T, mini bool) {
 		t.Fatal(err)
 	}
 	table := stdout.String()
-	for _, want := range []string{"### 1.", "### 2.", "### 3.", "### 4.", "### 5.", "### 6.", "### 7.", "| floor (", "| rlock (reentrant)", "| redsync (", "| redislock ("} {
+	for _, want := range []string{"### 1.", "### 2.", "### 3.", "### 4.", "### 5.", "### 6.", "### 7.", "### 8.", "### 8s.", "### 9.", "| rlock (rwlock)", "| rlock (reentrant lock for reads and writes)", "| floor (", "| rlock (reentrant)", "| redsync (", "| redislock ("} {
 		if !strings.Contains(table, want) {
 			t.Errorf("the table lacks %q:\n%s", want, table)
 		}

@@ -147,6 +147,14 @@ func markdown(rep *report) string {
 			continue
 		}
 		fl := rep.floor(sc)
+		if isRWScenario(sc) {
+			rwTable(&w, rep, sc, rs)
+			if s := rep.Skipped[sc]; s != "" {
+				fmt.Fprintf(&w, "\n_%s_\n", s)
+			}
+			w.WriteString("\n")
+			continue
+		}
 		switch sc {
 		case "1", "5":
 			w.WriteString("| contender | nodes | lock+unlock p50 | p99 | ops/s | p50 vs floor | ops/s vs floor | requests/op | server cmds/op | notes |\n|---|---|---|---|---|---|---|---|---|---|\n")
@@ -170,8 +178,12 @@ func markdown(rep *report) string {
 				fmt.Fprintf(&w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Contender, fmtRate(r.OpsPerSec), fmtRatio(ro),
 					q(r.Lat, p50), q(r.Lat, p99), fmtCmds(r.ReqsPerOp), fmtCmds(r.CmdsPerOp), notes(r))
 			}
-		case "3", "4":
-			fmt.Fprintf(&w, "16 goroutines over 4 clients on one key, %s busy critical section. Handoff: from the holder calling Unlock to another goroutine's Lock returning. Wait: one Lock call, give-ups included; calls still waiting at the end count up to the end.\n\n", rep.Settings["section"])
+		case "3", "3s", "4":
+			kindOf := "busy"
+			if sc == "3s" {
+				kindOf = "sleeping"
+			}
+			fmt.Fprintf(&w, "16 goroutines over 4 clients on one key, %s %s critical section. Handoff: from the holder calling Unlock to another goroutine's Lock returning. Wait: one Lock call, give-ups included; calls still waiting at the end count up to the end.\n\n", rep.Settings["section"], kindOf)
 			w.WriteString("| contender | grants/s | vs floor | to another goroutine | handoff p50 | handoff p99 | wait p50 | wait p99 | requests/grant | server cmds/grant | mutual exclusion |")
 			if sc == "4" {
 				w.WriteString(" FIFO violations |")

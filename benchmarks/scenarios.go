@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rlock-go/rlock/internal/lua"
 	"github.com/rlock-go/rlock/reentrant"
 )
 
@@ -30,6 +31,7 @@ type bench struct {
 	watchdogLease time.Duration // scenarios 6 and 6c, renewed every third of it
 	waiters       int           // scenario 7
 	waiterLocks   int           // scenario 7
+	waiterClients int           // scenario 7: clients the waiters are spread over
 
 	cluster      *cluster // scenario 6c; nil when not run
 	clusterLocks int      // scenario 6c
@@ -46,16 +48,17 @@ type scenario struct {
 }
 
 func scenarios() []scenario {
-	return []scenario{
+	return append([]scenario{
 		{id: "1", title: "Uncontended lock+unlock, one goroutine", contenders: single, run: runUncontended},
 		{id: "2", title: "Parallel: goroutines on as many distinct keys, one client", contenders: single, run: runParallel},
 		{id: "3", title: "Contended handoff: 16 goroutines over 4 clients on one key", contenders: single, run: runContended},
+		{id: "3s", title: "Contended handoff, sleeping critical section (I/O-like): 16 goroutines over 4 clients on one key", contenders: single, run: runContended},
 		{id: "4", title: "Fair lock handoff, FIFO check", contenders: fairOnly, run: runContended},
 		{id: "5", title: "RedLock on 5 nodes vs single node, uncontended", contenders: multiNode, run: runUncontended},
 		{id: "6", title: "Watchdog at scale (rlock)", contenders: rlockOnly, run: runWatchdogScale, once: true},
 		{id: "6c", title: "Watchdog at scale on a 3-master cluster with replicas (rlock)", contenders: rlockOnly, run: runWatchdogCluster, once: true, cluster: true},
 		{id: "7", title: "Waiters at scale (rlock)", contenders: rlockOnly, run: runWaitersScale, once: true},
-	}
+	}, rwScenarios()...)
 }
 
 func single(*bench) []contender {
@@ -406,7 +409,11 @@ func runContended(ctx context.Context, b *bench, sc string, c contender) *result
 					r.Violations++
 					mu.Unlock()
 				}
-				spin(b.section)
+				if sc == "3s" {
+					time.Sleep(b.section) // waiting for I/O: the CPU goes to the waiters
+				} else {
+					spin(b.section)
+				}
 				inside.Add(-1)
 
 				mu.Lock()
@@ -631,12 +638,27 @@ func runWaitersScale(ctx context.Context, b *bench, _ string, c contender) *resu
 
 	g0 := runtime.NumGoroutine()
 	h0 := heapInUse()
-	p, err := openRlockWith(b.nodes[0].addr, nil)
-	if err != nil {
-		r.fail(err)
-		return r
+	var attempts atomic.Int64
+	ps := make([]*rlockProcess, max(b.waiterClients, 1))
+	for i := range ps {
+		p, err := openRlockWith(b.nodes[0].addr, nil)
+		if err != nil {
+			r.fail(err)
+			return r
+		}
+		p.rdb.AddHook(attemptHook{&attempts})
+		defer func() { r.fail(p.close()) }()
+		ps[i] = p
 	}
-	defer func() { r.fail(p.close()) }()
+	blocked := func() (s rlock.WaiterStats) {
+		for _, p := range ps {
+			w := p.c.Waiters()
+			s.Waiters += w.Waiters
+			s.Connections += w.Connections
+			s.Channels += w.Channels
+		}
+		return s
+	}
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex
@@ -650,7 +672,7 @@ func runWaitersScale(ctx context.Context, b *bench, _ string, c contender) *resu
 	for i := range b.waiters {
 		wg.Go(func() {
 			defer granted.Done()
-			l, err := reentrant.New(p.c, names[i%len(names)])
+			l, err := reentrant.New(ps[(i/len(names))%len(ps)].c, names[i%len(names)]) // each lock's waiters over every client
 			if err == nil {
 				if err = l.Lock(wctx); err == nil {
 					err = l.Unlock(wctx)
@@ -667,10 +689,12 @@ func runWaitersScale(ctx context.Context, b *bench, _ string, c contender) *resu
 		})
 	}
 	deadline := time.Now().Add(2 * time.Minute)
-	for p.c.Waiters().Waiters < b.waiters && time.Now().Before(deadline) {
+	for blocked().Waiters < b.waiters && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	ws := p.c.Waiters()
+	time.Sleep(time.Second) // let the retries on subscription confirmations settle
+	ws := blocked()
+	before := attempts.Load()
 	heap := float64(heapInUse()) - float64(h0)
 	goroutines := runtime.NumGoroutine() - g0 - b.waiters
 	serverPubsub, err := b.nodes[0].pubsubConnections(ctx)
@@ -683,6 +707,7 @@ func runWaitersScale(ctx context.Context, b *bench, _ string, c contender) *resu
 	granted.Wait()
 	wake := time.Since(start)
 	wg.Wait()
+	woken := attempts.Load() - before
 	r.Errors += errs
 	if first != nil && r.FirstError == "" {
 		r.FirstError = first.Error()
@@ -697,12 +722,30 @@ func runWaitersScale(ctx context.Context, b *bench, _ string, c contender) *resu
 		"library_goroutines":        float64(goroutines),
 		"wake_all_seconds":          wake.Seconds(),
 		"grants_per_second_wake":    float64(b.waiters) / wake.Seconds(),
+		"waiter_clients":            float64(len(ps)),
+		"attempts_per_grant_wake":   float64(woken) / float64(b.waiters),
 	}
 	if serverPubsub >= 0 {
 		r.Figures["pubsub_connections_server"] = float64(serverPubsub)
 	}
 	r.Ops = int64(b.waiters)
 	return r
+}
+
+// attemptHook counts rlock's reentrant acquire script calls (attempts).
+type attemptHook struct{ n *atomic.Int64 }
+
+func (h attemptHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h attemptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); len(args) > 1 && args[1] == lua.Lock.Hash() {
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h attemptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 // forEach runs fn(0..n-1) on up to par goroutines and returns the first

@@ -16,7 +16,8 @@ type result struct {
 
 	Runs    int           `json:"runs"`
 	Elapsed time.Duration `json:"elapsed_ns"`
-	Ops     int64         `json:"ops"` // lock+unlock pairs (scenarios 1, 2, 5) or grants (3, 4)
+	Ops     int64         `json:"ops"`              // lock+unlock pairs (scenarios 1, 2, 5), grants (3, 4) or read grants (8, 8s, 9)
+	Writes  int64         `json:"writes,omitempty"` // write grants (8, 8s, 9)
 	// Commands the server(s) ran during the runs (INFO commandstats
 	// deltas), -1 when unknown (miniredis).
 	Commands int64 `json:"commands"`
@@ -79,6 +80,7 @@ func (r *result) add(o *result) {
 	r.Runs++
 	r.Elapsed += o.Elapsed
 	r.Ops += o.Ops
+	r.Writes += o.Writes
 	if r.Commands >= 0 && o.Commands >= 0 {
 		r.Commands += o.Commands
 	} else {

@@ -80,3 +80,34 @@ func TestQueueMovesAfterUnlockWithUnknownOutcome(t *testing.T) {
 		require.NoError(t, waiter.Unlock(ctx))
 	})
 }
+
+// A waiter that gives up leaves the queue in the background; when the
+// leave's reply was lost (go-redis' retries off), the place stayed until
+// its liveness deadline (the queue timeout, 30 s by default) and, at the
+// head, held up every waiter behind it for that long. Leaving is
+// idempotent, so a leave whose outcome is unknown is sent again.
+func TestLeaveWithLostReplyIsSentAgain(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		holder := newLock(t, newClient(t, b), name)
+		require.NoError(t, holder.Lock(ctx))
+
+		proxy, viaProxy := b.NewProxiedClient(t, func(o *redis.Options) { o.MaxRetries = -1 })
+		c := clientOn(t, viaProxy)
+		warm(t, c)
+		waiter := newLock(t, c, name)
+		wctx, cancel := context.WithCancel(ctx)
+		got := make(chan error, 1)
+		go func() { got <- waiter.Lock(wctx) }()
+		require.Eventually(t, func() bool { return len(queue(t, holder)) == 1 }, 5*time.Second, time.Millisecond)
+
+		proxy.DropNextReply("evalsha") // the leave's
+		cancel()
+		require.ErrorIs(t, <-got, context.Canceled)
+		require.Eventually(t, func() bool { return proxy.Dropped() == 1 }, 5*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return len(queue(t, holder)) == 0 }, 5*time.Second, 5*time.Millisecond,
+			"the waiter that gave up kept its place")
+		require.NoError(t, holder.Unlock(ctx))
+	})
+}

@@ -13,7 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/core"
+	"github.com/rlock-go/rlock/internal/lua"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/reentrant"
 )
@@ -532,5 +534,64 @@ func TestUnlockOfLostHoldIsNotAnsweredFromEarlierLatch(t *testing.T) {
 		require.NoError(t, rdb.Del(ctx, name).Err())
 		require.ErrorIs(t, l.Unlock(ctx), rlock.ErrNotHeld)
 		require.ErrorIs(t, l.Err(), rlock.ErrLockLost)
+	})
+}
+
+// A very late copy of an owner's last release (left in a frozen server's
+// socket, run after the owner took the lock again) must not release the
+// new holding: the owner's latch still names that request, so the copy is
+// answered as the original was and changes nothing.
+func TestLateCopyOfLastReleaseSparesTheNextHolding(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		rdb := b.NewClient(t)
+		l := newLock(t, newClient(t, b), name)
+		field, err := l.Owner(ctx)
+		require.NoError(t, err)
+		latch := base.DerivedKey(base.LatchPrefix, name) + ":" + field
+		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, l.Unlock(ctx))
+		request, err := rdb.Get(ctx, latch).Result()
+		require.NoError(t, err, "the last release records its request in the owner's latch")
+		require.NoError(t, l.Lock(ctx))
+
+		// The late copy: the same arguments the release sent.
+		res, err := lua.Unlock.Run(ctx, rdb, []string{name, base.Channel(name), latch},
+			int64(30000), field, 1, base.UnlockMessage, int64(60000), "c", request).Int64Slice()
+		require.NoError(t, err)
+		require.Equal(t, []int64{1, 0}, res, "answered as the original release was")
+		n, err := l.HoldCount(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, n, "the late copy released the owner's next holding")
+		require.NoError(t, l.Unlock(ctx))
+	})
+}
+
+// After a TryLock whose reply was lost and whose settling read failed too,
+// the hold it may have taken is given back in the background. HoldCount,
+// the owner's next call, read the server's count without waiting for that:
+// it answered 1, and the owner believed it held a lock that was being given
+// back (seen as an exclusion violation in the fault runs). HoldCount now
+// settles first, as every call of the owner does.
+func TestHoldCountAfterUnknownAcquireSettlesFirst(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		proxy, viaProxy := b.NewProxiedClient(t, func(o *redis.Options) { o.MaxRetries = -1 })
+		c := clientOn(t, viaProxy)
+		warmScripts(t, c)
+		l := newLock(t, c, name)
+		proxy.DropReplies("$", 2) // the acquire's reply, then the settling read's
+		require.Error(t, l.TryLock(ctx), "the reply was lost")
+		proxy.SetLatency(200 * time.Millisecond) // the background give-back takes two slow round trips
+		n, err := l.HoldCount(ctx)
+		proxy.SetLatency(0)
+		require.NoError(t, err)
+		require.Zero(t, n, "HoldCount reported a hold that is being given back")
+		require.Eventually(t, func() bool {
+			n, err := b.NewClient(t).Exists(ctx, name).Result()
+			return err == nil && n == 0
+		}, 5*time.Second, 5*time.Millisecond)
 	})
 }

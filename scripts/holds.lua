@@ -80,6 +80,12 @@ end
 -- last hold: the caller then deletes the lock, wakes a waiter, sets the
 -- latch (set_latch) and replies {1, 0}.
 local function release(hash, owner, sent, lease, latch, request)
+  -- The owner's latch names its latest last release: a copy of that
+  -- request is answered from it first, even when it arrives (very late)
+  -- after the owner took the lock again, which it must not release.
+  if request and released_by(latch, request) then
+    return {1, 0}
+  end
   local held = holds_of(hash, owner)
   if held <= 0 then
     if released_by(latch, request) then

@@ -12,7 +12,10 @@
 // preludes prepended when a script is built: holds.lua (hold counts,
 // re-sent commands, fencing tokens, holder checks) for every acquire,
 // release and force-unlock script,
-// clock.lua (the server's time) for the fair-lock and read-write-lock scripts,
+// clock.lua (the server's time) for the reentrant, fair-lock and
+// read-write-lock scripts, designate.lua (the registry of waiting clients
+// and the designation of the client that wakes a waiter) for the reentrant
+// lock's acquire, release and pass-on scripts,
 // fair_common.lua (queue pruning, wake-ups) for the fair-lock scripts,
 // rw_common.lua (read-write layout, timeout keys, waiting writers) for the
 // read-write-lock scripts and renew.lua, and publish.lua (classic or

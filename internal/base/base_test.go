@@ -17,7 +17,7 @@ func TestMain(m *testing.M) {
 
 func TestDerivedKeyKeepsTheSlot(t *testing.T) {
 	for _, name := range []string{"orders:42", "{user7}:cart", "a{b}c", "x"} {
-		for _, p := range []string{base.ChannelPrefix, base.LatchPrefix, base.QueuePrefix, base.TimeoutPrefix, base.TokenPrefix} {
+		for _, p := range []string{base.ChannelPrefix, base.LatchPrefix, base.QueuePrefix, base.TimeoutPrefix, base.TokenPrefix, base.WaitersPrefix} {
 			require.Equal(t, base.Slot(name), base.Slot(base.DerivedKey(p, name)), "%s %s", p, name)
 		}
 	}
@@ -41,4 +41,15 @@ func TestValidation(t *testing.T) {
 		_, _, err := base.OwnerFrom(base.WithOwner(context.Background(), bad))
 		require.ErrorIs(t, err, base.ErrInvalidArgument, "%q", bad)
 	}
+}
+
+// ChannelLocks inverts Channel: every lock name is among the names of its
+// channel.
+func TestChannelLocks(t *testing.T) {
+	for _, name := range []string{"x", "{x}", "a{b}c", "{a}b", "lock:1"} {
+		require.Contains(t, base.ChannelLocks(base.Channel(name)), name)
+	}
+	require.Equal(t, []string{"x", "{x}"}, base.ChannelLocks(base.Channel("x")))
+	require.Equal(t, []string{"a{b}c"}, base.ChannelLocks(base.Channel("a{b}c")))
+	require.Nil(t, base.ChannelLocks("redisson_rwlock:{x}"))
 }

@@ -64,7 +64,7 @@ func FuzzDerivedKey(f *testing.F) {
 		if base.ValidateName(name) != nil {
 			t.Skip("refused: see TestBraceWithoutTagIsRefused")
 		}
-		for _, p := range []string{base.ChannelPrefix, base.LatchPrefix, base.QueuePrefix, base.TimeoutPrefix, base.TokenPrefix} {
+		for _, p := range []string{base.ChannelPrefix, base.LatchPrefix, base.QueuePrefix, base.TimeoutPrefix, base.TokenPrefix, base.WaitersPrefix} {
 			if got, want := base.Slot(base.DerivedKey(p, name)), base.Slot(name); got != want {
 				t.Fatalf("DerivedKey(%q, %q) is in slot %d, the name in %d", p, name, got, want)
 			}

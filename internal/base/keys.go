@@ -16,6 +16,9 @@ const (
 	QueuePrefix   = "redisson_lock_queue"    // fair lock: waiting owners, FIFO
 	TimeoutPrefix = "redisson_lock_timeout"  // fair lock: waiter deadlines
 	TokenPrefix   = "redisson_lock_token"    // fencing token counter
+	// WaitersPrefix is rlock's own: the clients with waiters on a
+	// reentrant lock (see Waiters).
+	WaitersPrefix = "rlock_lock_waiters"
 )
 
 // UnlockMessage is the payload published on a lock's channel when it is
@@ -60,5 +63,28 @@ func DerivedKey(prefix, name string) string {
 	return prefix + ":{" + name + "}"
 }
 
+// Waiters returns the registry of the rlock clients waiting for reentrant
+// lock name: a sorted set of client tags (see waiters.Tag) scored by the
+// server time (ms) until which each registration is live. A release
+// designates a live client from it to wake a waiter (scripts/unlock.lua).
+func Waiters(name string) string { return DerivedKey(WaitersPrefix, name) }
+
 // Channel returns the unlock channel of lock name.
 func Channel(name string) string { return DerivedKey(ChannelPrefix, name) }
+
+// ChannelLocks returns the names of the locks whose unlock channel is
+// channel: none for another channel, two for "redisson_lock__channel:{x}"
+// (the channel of both "x" and "{x}"), one otherwise.
+func ChannelLocks(channel string) []string {
+	rest, ok := strings.CutPrefix(channel, ChannelPrefix+":")
+	if !ok || rest == "" {
+		return nil
+	}
+	if inner, ok := strings.CutPrefix(rest, "{"); ok && strings.HasSuffix(inner, "}") {
+		inner = strings.TrimSuffix(inner, "}")
+		if inner != "" && !strings.ContainsAny(inner, "{}") {
+			return []string{inner, rest}
+		}
+	}
+	return []string{rest}
+}

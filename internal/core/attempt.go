@@ -15,6 +15,11 @@ type request struct {
 	lease    time.Duration // base.WatchdogMode or an explicit lease
 	queue    bool          // queue the owner, or renew its place (a kind with a line)
 	retrying bool          // a blocking Lock: an attempt whose reply was lost is sent again by the next
+	// waiting: the call's wait plan, for a waiting call whose attempts
+	// register the client (waitPlan.registers); joined: the call is one of
+	// the channel's waiters already.
+	waiting *waitPlan
+	joined  bool
 }
 
 // outcomeKind names what an attempt found, for a caller that did not get
@@ -137,7 +142,7 @@ func (l *Lock) attemptLocked(ctx context.Context, o *ownerState, req request, st
 	}
 	lease := l.c.leaseOf(req.lease)
 	sent := time.Now()
-	rep, err := l.sendAcquire(ctx, o, lease, req.queue)
+	rep, err := l.sendAcquire(ctx, o, lease, req)
 	switch {
 	case err != nil:
 		return outcome{}, l.acquireFailed(ctx, o, err, req.retrying && callerWaits(state))
@@ -230,8 +235,8 @@ func parseAcquireReply(res []int64) (acquireReply, bool) {
 
 // sendAcquire sends the kind's acquire script for o's owner, with replica
 // sync when it is on, and parses its reply.
-func (l *Lock) sendAcquire(ctx context.Context, o *ownerState, lease time.Duration, queue bool) (acquireReply, error) {
-	call := l.kind.acquire(o.key.field, o.count, lease, queue, l.c.publishArg(ctx))
+func (l *Lock) sendAcquire(ctx context.Context, o *ownerState, lease time.Duration, req request) (acquireReply, error) {
+	call := l.kind.acquire(o.key.field, o.count, lease, req.queue, l.c.publishArg(ctx), l.c.registration(req))
 	cmd, sync, syncErr := l.c.runAcquire(context.WithoutCancel(ctx), call.script, call.keys, call.args...)
 	res, err := cmd.Int64Slice()
 	if err != nil {
@@ -243,6 +248,19 @@ func (l *Lock) sendAcquire(ctx context.Context, o *ownerState, lease time.Durati
 	}
 	rep.sync, rep.syncErr = sync, syncErr
 	return rep, nil
+}
+
+// registration is what an attempt of req tells the acquire script about
+// this client: nothing unless req is a waiting call that registers it.
+func (c *Client) registration(req request) registration {
+	if req.waiting == nil {
+		return registration{}
+	}
+	others := c.hub.Waiting(req.waiting.channel)
+	if req.joined {
+		others--
+	}
+	return registration{tag: c.tag, others: others > 0, poll: c.maxPoll}
 }
 
 // acquireFailed handles an acquire script call that failed with err. When
@@ -294,7 +312,7 @@ func (l *Lock) confirmLateGrant(ctx context.Context, o *ownerState, lease time.D
 // re-entry: it ends the holding and returns the loss.
 func (l *Lock) lostAtReentry(o *ownerState, why string) error {
 	o.setCount(0)
-	lost := fmt.Errorf("%w: %q %s", base.ErrLockLost, l.name, why)
+	lost := base.Lost(base.LossNotHeldAtReentry, fmt.Errorf("%w: %q %s", base.ErrLockLost, l.name, why))
 	o.stopRenewal(lost)
 	return lost
 }
@@ -327,6 +345,7 @@ func (l *Lock) adopt(o *ownerState, rep acquireReply, lease time.Duration, watch
 		}
 		o.lease = 0
 		hp = newHolding(rep.token)
+		hp.began(l, o)
 		o.holding.Store(hp)
 	}
 	switch {

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlock-go/rlock/internal/base"
+	"github.com/rlock-go/rlock/internal/lua"
 	"github.com/rlock-go/rlock/internal/renewal"
 	"github.com/rlock-go/rlock/internal/replsync"
 	"github.com/rlock-go/rlock/internal/waiters"
@@ -29,6 +30,7 @@ import (
 type Client struct {
 	rdb      base.Redis
 	id       string
+	tag      string // designation tag (waiters.Tag of id)
 	hub      *waiters.Hub
 	wd       *renewal.Scheduler
 	sync     *replsync.Syncer               // nil: no replica sync
@@ -41,6 +43,7 @@ type Client struct {
 	requests atomic.Uint64 // request IDs
 
 	log *slog.Logger
+	ev  events // the hooks of Config.Hooks
 
 	bgMu     sync.Mutex
 	bgClosed bool           // no more background work: Close waits for bg
@@ -69,6 +72,8 @@ type Config struct {
 	AutoPipeline bool
 	// PubSub is how waiters listen and releases publish (see waiters.Mode).
 	PubSub waiters.Mode
+	// Hooks are called on the engine's events (see rlock.Trace).
+	Hooks []Hooks
 }
 
 // NewClient returns a client that runs its locks through rdb. It does no
@@ -96,19 +101,45 @@ func NewClient(rdb base.Redis, cfg Config) (*Client, error) {
 			return nil, err
 		}
 	}
-	return &Client{
+	c := &Client{
 		rdb:      rdb,
 		scripter: scripter,
 		id:       cfg.ID,
+		tag:      waiters.Tag(cfg.ID),
 		hub:      hub,
 		wd:       wd,
 		sync:     sync,
 		replay:   cfg.Replay,
 		maxPoll:  cfg.MaxPoll,
 		log:      cfg.Logger,
+		ev:       newEvents(cfg.Hooks),
 		closing:  make(chan struct{}),
 		owners:   make(map[ownerKey]*ownerState),
-	}, nil
+	}
+	hub.SetDesignation(c.tag, c.passOn)
+	return c, nil
+}
+
+// passOn runs pass_on.lua for the reentrant lock of channel, in the
+// background (see waiters.Hub.SetDesignation): unregisters this client
+// when drop, and designates other clients in its place when pass. A
+// failure is logged; a designation it loses leaves the lock's waiters to
+// their own polls.
+func (c *Client) passOn(channel string, drop, pass bool) {
+	names := base.ChannelLocks(channel)
+	if len(names) == 0 {
+		return
+	}
+	keys := append([]string{channel, base.Waiters(names[0])}, names...)
+	run := func() {
+		ctx := context.Background()
+		err := c.run(ctx, lua.PassOn, keys, c.tag, boolArg(drop), boolArg(pass), designations,
+			base.UnlockMessage, c.publishArg(ctx)).Err()
+		if err != nil {
+			c.logger().Warn("rlock: passing a wake-up on failed", "channel", channel, "err", err)
+		}
+	}
+	c.goBackground(run)
 }
 
 // withDefaults returns cfg with every unset field set to its default for

@@ -34,6 +34,9 @@
 //     ForceUnlock.
 //   - lease.go: SetLease, and what protects a holding (watchdog, lease).
 //   - owner.go, holding.go: the bookkeeping above.
+//   - trace.go: the events reported to hooks (rlock.Trace): a Lock call's
+//     end, waiting, a holding's end (logged too, when a loss); each emitted
+//     by one call at its place in the flow.
 //   - query.go: IsLocked, HoldCount, TTL, Queue and the handle's view of
 //     its holding; rwstate.go: a read-write lock's state and its
 //     force-unlock in any mode.
@@ -52,8 +55,14 @@
 // place), whether a new call waits behind the client's other waiters, and
 // what leaving means when the owner's last waiting call gives up.
 //
-//   - reentrantKind: one channel per lock, a release publishes on it;
-//     waiters leave no trace on the server, so leaving is nothing.
+//   - reentrantKind: one channel per lock, a release publishes on it.
+//     A waiting call's attempts register its client in the lock's waiter
+//     registry (waitPlan.registers), and the last release designates up to
+//     two registered clients to wake a waiter (scripts/designate.lua), so a
+//     release costs one or two attempts however many clients wait; the
+//     registration lapses by itself, so leaving is nothing (the hub
+//     unregisters a client when it drops the channel, and passes on a
+//     designation it cannot use: Client.passOn).
 //   - fairKind: attempts queue the owner and renew its place within the
 //     queue timeout; each owner listens on its own channel; leaving takes
 //     the owner out of the queue. It also answers Queue (the lined

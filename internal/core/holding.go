@@ -19,6 +19,12 @@ type holding struct {
 	cancel context.CancelCauseFunc
 	token  int64 // fencing token, 0 without fencing
 
+	// lock and owner name the holding for its end's report (see began);
+	// start is when it began, when anything reports its end.
+	lock  *Lock
+	owner string
+	start time.Time
+
 	// watch is the watchdog's registration while the watchdog renews the
 	// holding, for Until.
 	watch atomic.Pointer[renewal.Lease]
@@ -84,6 +90,7 @@ func (hp *holding) endLocked(err error) {
 	if hp.expiry != nil {
 		hp.expiry.Stop()
 	}
+	hp.report(err) // before Done closes: whoever waits on it sees the event reported
 	hp.cancel(err) // nil: context.Canceled
 }
 

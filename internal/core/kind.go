@@ -22,8 +22,10 @@ import (
 type kind interface {
 	// acquire is the acquire script call for the owner field, which holds
 	// count holds as far as it knows; queue asks a kind with a queue to
-	// queue the owner (or renew its place).
-	acquire(field string, count int64, lease time.Duration, queue bool, pub string) scriptCall
+	// queue the owner (or renew its place); reg, for a waiting call of a
+	// kind whose releases designate a client (waitPlan.registers), is how
+	// the attempt registers its client.
+	acquire(field string, count int64, lease time.Duration, queue bool, pub string, reg registration) scriptCall
 	// release is the call that releases one of the count holds of field,
 	// leaving lease as the TTL when holds remain; a last release records
 	// itself in lt for replay. pub, in every call that may wake waiters,
@@ -46,6 +48,21 @@ type kind interface {
 	// that an owner's read and write holds have separate ownerStates.
 	field(owner string) string
 }
+
+// registration is what a waiting call's attempt tells a reentrant lock's
+// acquire script about its client (see scripts/designate.lua): the
+// client's tag ("" for an attempt that registers nothing), whether the
+// client has other calls waiting for the lock, and its longest poll.
+type registration struct {
+	tag    string
+	others bool
+	poll   time.Duration
+}
+
+// designations is how many registered clients a reentrant lock's last
+// release designates to wake a waiter: two, so that one crashed client
+// does not leave the release waking nobody (see scripts/designate.lua).
+const designations = 2
 
 // scriptCall is one script with its KEYS and ARGV.
 type scriptCall struct {
@@ -71,6 +88,9 @@ type waitPlan struct {
 	behind  bool          // a call that does not re-enter waits behind the client's calls already waiting before it tries
 	prefer  bool          // an unlock message ("0") wakes it before the channel's other waiters
 	early   bool          // join before the first attempt, so that no release between the two goes only to other waiters
+	// registers: its attempts register the client with the lock, whose
+	// releases then designate the clients that wake a waiter.
+	registers bool
 }
 
 // noBound is a waitPlan's poll when only the lock's TTL (or the client's
@@ -90,7 +110,7 @@ func newKind(name string, cfg LockConfig) kind {
 	case Write:
 		return &writeKind{rwLock: newRWLock(h), writerWait: cfg.WriterWait}
 	}
-	return &reentrantKind{hashLock: h, channel: base.Channel(name)}
+	return &reentrantKind{hashLock: h, channel: base.Channel(name), registry: base.Waiters(name)}
 }
 
 // hashLock is what the kinds share: the lock hash called name, in which
@@ -111,18 +131,31 @@ func (k *hashLock) field(owner string) string { return owner }
 
 // reentrantKind is Redisson's RLock: one channel per lock, on which every
 // release publishes, and waiters that leave no trace on the server.
+//
+// rlock's own clients register in the lock's registry while they have
+// waiting calls, and a last release designates up to two of them to wake
+// a waiter (scripts/designate.lua), so that a release costs one or two
+// attempts however many clients wait.
 type reentrantKind struct {
 	hashLock
-	channel string
+	channel  string
+	registry string // the clients with waiting calls (base.Waiters)
 }
 
-func (k *reentrantKind) acquire(field string, count int64, lease time.Duration, _ bool, _ string) scriptCall {
-	return scriptCall{lua.Lock, []string{k.name, k.token}, []any{lease.Milliseconds(), field, count, k.fencing}}
+// acquire: the registry is among the keys only when the call registers
+// (a multi-key call during a slot migration fails with TRYAGAIN unless
+// every key is where the call is sent).
+func (k *reentrantKind) acquire(field string, count int64, lease time.Duration, _ bool, _ string, reg registration) scriptCall {
+	if reg.tag == "" {
+		return scriptCall{lua.Lock, []string{k.name, k.token}, []any{lease.Milliseconds(), field, count, k.fencing}}
+	}
+	return scriptCall{lua.Lock, []string{k.name, k.token, k.registry},
+		[]any{lease.Milliseconds(), field, count, k.fencing, reg.tag, boolArg(reg.others), reg.poll.Milliseconds()}}
 }
 
 func (k *reentrantKind) release(field string, count int64, lease time.Duration, lt latch, pub string) scriptCall {
-	return scriptCall{lua.Unlock, []string{k.name, k.channel, lt.key},
-		[]any{lease.Milliseconds(), field, count, base.UnlockMessage, lt.ttl.Milliseconds(), pub, lt.request}}
+	return scriptCall{lua.Unlock, []string{k.name, k.channel, lt.key, k.registry},
+		[]any{lease.Milliseconds(), field, count, base.UnlockMessage, lt.ttl.Milliseconds(), pub, lt.request, designations}}
 }
 
 func (k *reentrantKind) forceUnlock(latch string, replay time.Duration, pub string) scriptCall {
@@ -133,7 +166,7 @@ func (k *reentrantKind) forceUnlock(latch string, replay time.Duration, pub stri
 // (unless its owner re-enters), which saves an attempt per grant under
 // contention and hands grants round the client's waiters in arrival order.
 func (k *reentrantKind) waitPlan(string) waitPlan {
-	return waitPlan{channel: k.channel, poll: noBound, behind: true}
+	return waitPlan{channel: k.channel, poll: noBound, behind: true, registers: true}
 }
 
 func (k *reentrantKind) leave(_, _ string) (scriptCall, bool) { return scriptCall{}, false }
@@ -159,7 +192,7 @@ func (k *fairKind) keysWith(key string) []string {
 	return []string{k.name, k.queue, k.timeouts, key, k.alive}
 }
 
-func (k *fairKind) acquire(field string, count int64, lease time.Duration, queue bool, pub string) scriptCall {
+func (k *fairKind) acquire(field string, count int64, lease time.Duration, queue bool, pub string, _ registration) scriptCall {
 	return scriptCall{lua.FairLock, k.keysWith(k.token),
 		[]any{lease.Milliseconds(), field, count, k.fencing, k.queueTimeout.Milliseconds(), boolArg(queue), k.channel, base.UnlockMessage, pub, k.threadWait.Milliseconds()}}
 }
@@ -205,7 +238,7 @@ func (k *rwLock) latchKeys(latch string) []string { return []string{k.name, k.ch
 // writer holding the lock and by writers waiting for readers to leave.
 type readKind struct{ rwLock }
 
-func (k *readKind) acquire(field string, count int64, lease time.Duration, _ bool, _ string) scriptCall {
+func (k *readKind) acquire(field string, count int64, lease time.Duration, _ bool, _ string, _ registration) scriptCall {
 	return scriptCall{lua.RWReadLock, []string{k.name, k.wait}, []any{lease.Milliseconds(), field, count, base.WriterField(field)}}
 }
 
@@ -248,7 +281,7 @@ type writeKind struct {
 
 func (k *writeKind) field(owner string) string { return base.WriterField(owner) }
 
-func (k *writeKind) acquire(field string, count int64, lease time.Duration, queue bool, _ string) scriptCall {
+func (k *writeKind) acquire(field string, count int64, lease time.Duration, queue bool, _ string, _ registration) scriptCall {
 	reader := strings.TrimSuffix(field, base.WriterFieldSuffix)
 	return scriptCall{lua.RWWriteLock, []string{k.name, k.token, k.wait},
 		[]any{lease.Milliseconds(), field, count, k.fencing, reader, k.writerWait.Milliseconds(), boolArg(queue)}}

@@ -55,7 +55,7 @@ func (l *Lock) setLeaseLocked(ctx context.Context, o *ownerState, lease time.Dur
 		return fmt.Errorf("rlock: setting the lease of %q: %w", l.name, err)
 	case !held:
 		o.setCount(0)
-		o.stopRenewal(fmt.Errorf("%w: %q was no longer held when its lease was set", base.ErrLockLost, l.name))
+		o.stopRenewal(base.Lost(base.LossNotHeldAtSetLease, fmt.Errorf("%w: %q was no longer held when its lease was set", base.ErrLockLost, l.name)))
 		return fmt.Errorf("%w: %q", base.ErrNotHeld, l.name)
 	}
 	o.lease = ttl
@@ -103,7 +103,7 @@ func (l *Lock) expireAt(o *ownerState, hp *holding, t time.Time) {
 		if time.Now().UnixNano() < hp.until.Load() {
 			return // moved on meanwhile; the timer was reset
 		}
-		l.c.lost(o, hp, fmt.Errorf("%w: the lease of %q ran out", base.ErrLockLost, l.name))
+		l.c.lost(o, hp, base.Lost(base.LossLeaseExpired, fmt.Errorf("%w: the lease of %q ran out", base.ErrLockLost, l.name)))
 	})
 }
 

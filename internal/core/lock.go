@@ -174,10 +174,12 @@ func (l *Lock) lock(ctx context.Context, wait bool, lease time.Duration) error {
 
 // tryOnce is TryLock: one attempt, which never queues.
 func (l *Lock) tryOnce(ctx context.Context, o *ownerState, lease time.Duration) error {
+	start := l.c.ev.now()
 	out, err := l.attempt(ctx, o, request{lease: lease})
 	if err == nil && out.kind != acquired {
 		err = l.notObtained()
 	}
+	l.acquireDone(o, start, false, false, err)
 	return err
 }
 

@@ -29,12 +29,23 @@ func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
 }
 
 // HoldCount returns how many holds the caller's owner has on the lock.
+//
+// Like every call of the owner it waits for the owner's call in flight, and
+// first settles an earlier call whose outcome is unknown: a hold such a
+// call may have taken, and that is being given back, is never reported.
 func (l *Lock) HoldCount(ctx context.Context) (int, error) {
-	field, err := l.field(ctx)
+	o, err := l.lockOwner(ctx)
 	if err != nil {
 		return 0, err
 	}
-	n, err := l.serverHolds(ctx, field)
+	defer l.unlockOwner(o)
+	if o.unsure {
+		if err := l.settleLocked(ctx, o); err != nil {
+			return 0, err
+		}
+		return int(o.count), nil
+	}
+	n, err := l.serverHolds(ctx, o.key.field)
 	if err != nil {
 		return 0, fmt.Errorf("rlock: querying %q: %w", l.name, err)
 	}

@@ -111,7 +111,7 @@ func (l *Lock) releaseFailed(ctx context.Context, o *ownerState, err error) erro
 		l.settleNow(ctx, o)
 	}
 	if o.count <= 0 {
-		o.stopRenewal(fmt.Errorf("%w: the last release failed, renewal stopped: %w", base.ErrLockLost, err))
+		o.stopRenewal(base.Lost(base.LossReleaseFailed, fmt.Errorf("%w: the last release failed, renewal stopped: %w", base.ErrLockLost, err)))
 	}
 	return err
 }
@@ -124,7 +124,7 @@ func (l *Lock) released(o *ownerState, hp *holding, kind releaseKind, left int64
 		believed := o.count > 0
 		o.setCount(0)
 		if believed {
-			o.stopRenewal(fmt.Errorf("%w: %q was no longer held at unlock", base.ErrLockLost, l.name))
+			o.stopRenewal(base.Lost(base.LossNotHeldAtUnlock, fmt.Errorf("%w: %q was no longer held at unlock", base.ErrLockLost, l.name)))
 		}
 		return fmt.Errorf("%w: %q", base.ErrNotHeld, l.name)
 	case releasedOne:
@@ -156,7 +156,7 @@ func (l *Lock) settleLocked(ctx context.Context, o *ownerState) error {
 	o.unsure, o.resend = false, false
 	o.setCount(n)
 	if n == 0 && entitled > 0 {
-		o.stopRenewal(fmt.Errorf("%w: %q was no longer held", base.ErrLockLost, l.name))
+		o.stopRenewal(base.Lost(base.LossNotHeldAfterLostReply, fmt.Errorf("%w: %q was no longer held", base.ErrLockLost, l.name)))
 	}
 	for o.count > entitled {
 		if err := l.releaseLocked(ctx, o); err != nil {

@@ -50,3 +50,50 @@ func FailNextWokenAttempt(ctx context.Context, cancel context.CancelFunc) (resto
 	testHookWoken.Store(&hook)
 	return func() { testHookWoken.Store(nil) }
 }
+
+// testHookAttempted, when set, runs in a blocking Lock after its first
+// attempt left it waiting and before the call joins its channel (a plan
+// that joins early has joined before the attempt): tests use it to publish
+// a release in that window.
+var testHookAttempted atomic.Pointer[func(context.Context)]
+
+// testJoinLate, when set, makes every blocking Lock join its channel after
+// its first attempt, whatever its plan says: tests use it to show what
+// joining early prevents.
+var testJoinLate atomic.Bool
+
+// BetweenAttemptAndJoin arranges, for tests, that fn runs in a blocking
+// Lock with ctx after its first attempt was refused and before the call
+// joins its channel to wait (or, when its plan joins early, after it
+// joined). Call restore when done.
+func BetweenAttemptAndJoin(ctx context.Context, fn func()) (restore func()) {
+	var once sync.Once
+	hook := func(actx context.Context) {
+		if actx == ctx {
+			once.Do(fn)
+		}
+	}
+	testHookAttempted.Store(&hook)
+	return func() { testHookAttempted.Store(nil) }
+}
+
+// JoinLate makes, for tests, every blocking Lock join its channel only
+// after its first attempt, as if no plan asked to join early. Call restore
+// when done.
+func JoinLate() (restore func()) {
+	testJoinLate.Store(true)
+	return func() { testJoinLate.Store(false) }
+}
+
+// Probe joins channel on c's pub/sub hub, for tests: signals receives a
+// value once the subscription is confirmed and for every message on
+// channel (signals pending at once are one value). The hub handles one connection's messages in order, so a probe signalled
+// for a message published after another shows that the other was handled
+// too. Call leave when done; ok is false when the client is closed.
+func (c *Client) Probe(channel string) (signals <-chan struct{}, leave func(), ok bool) {
+	w, ok := c.hub.Join(channel)
+	if !ok {
+		return nil, nil, false
+	}
+	return w.C, w.Leave, true
+}

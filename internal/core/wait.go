@@ -21,13 +21,24 @@ func (l *Lock) wait(ctx context.Context, o *ownerState, lease time.Duration) (er
 			l.leave(o)
 		}
 	}()
+	start := l.c.ev.now()
 	ws := &waitState{l: l, o: o, req: request{lease: lease, retrying: true}, plan: l.kind.waitPlan(o.key.field)}
+	defer func() { l.acquireDone(o, start, ws.waited, ws.woken, err) }()
 	ws.req.queue = ws.plan.queue
+	if ws.plan.registers {
+		ws.req.waiting = &ws.plan
+	}
 	w, out, err := l.join(ctx, ws)
 	if w == nil {
 		return ws.done(err)
 	}
 	defer w.Leave()
+	ws.req.joined = true
+	if ws.plan.registers {
+		w.Registers()
+	}
+	ws.startWaiting()
+	defer ws.stopWaiting()
 	return ws.done(l.waitAndRetry(ctx, w, ws, out))
 }
 
@@ -48,6 +59,9 @@ func (l *Lock) join(ctx context.Context, ws *waitState) (*waiters.Waiter, outcom
 			early.Leave()
 		}
 		return nil, out, err
+	}
+	if hook := testHookAttempted.Load(); hook != nil {
+		(*hook)(ctx)
 	}
 	if early != nil {
 		return early, out, nil
@@ -71,7 +85,7 @@ func (l *Lock) join(ctx context.Context, ws *waitState) (*waiters.Waiter, outcom
 // subscribed, a wake-up once the subscription is confirmed. A call
 // granted at once leaves again (the channel lingers for the next).
 func (l *Lock) joinEarly(plan waitPlan) *waiters.Waiter {
-	if !plan.early {
+	if !plan.early || testJoinLate.Load() {
 		return nil
 	}
 	w, ok := l.c.hub.Join(plan.channel)
@@ -126,6 +140,7 @@ func (l *Lock) sleep(ctx context.Context, w *waiters.Waiter, timer *time.Timer, 
 // passed on to the channel's next waiter, so a failure never swallows a
 // release meant for someone.
 func (l *Lock) retry(ctx context.Context, w *waiters.Waiter, ws *waitState, woken bool) (outcome, error) {
+	ws.woken = woken
 	out, err := l.attempt(ctx, ws.o, ws.req)
 	if woken && err != nil {
 		w.PassOn()
@@ -157,13 +172,30 @@ func (l *Lock) leave(o *ownerState) {
 		if o.count > 0 || o.waiting.Load() > 0 {
 			return
 		}
-		if err := l.c.runCall(context.Background(), call).Err(); err != nil {
+		if err := l.sendLeave(call); err != nil {
 			l.c.logger().Warn("rlock: leaving the line failed; the place lapses at its deadline",
 				"lock", l.name, "owner", o.key.field, "err", err)
 		}
 	}
 	if !l.c.goBackground(run) {
 		run()
+	}
+}
+
+// leaveTries bounds how often a leave is sent when Redis does not answer
+// it: leaving is idempotent, and a place left behind holds up the waiters
+// behind it until its deadline (the queue timeout, 30 s by default).
+const leaveTries = 4
+
+// sendLeave sends call, a leave, and sends it again (pausing 10, 20, 40
+// ms) while its outcome is unknown or the failure transient.
+func (l *Lock) sendLeave(call scriptCall) error {
+	for try := 0; ; try++ {
+		err := l.c.runCall(context.Background(), call).Err()
+		if err == nil || try == leaveTries-1 || !transient(err) {
+			return err
+		}
+		time.Sleep(transientPause << try)
 	}
 }
 
@@ -186,6 +218,9 @@ type waitState struct {
 	plan  waitPlan
 	last  error
 	fails int
+
+	waited bool // it waited for a release (for its acquire event)
+	woken  bool // its last attempt followed a wake-up
 }
 
 // retryable turns the failures a waiting Lock outlives into a pause before
@@ -199,13 +234,13 @@ func (ws *waitState) retryable(out outcome, err error) (outcome, error) {
 		ws.fails = 0
 		return out, nil
 	case errors.Is(err, base.ErrNotReplicated):
-		l.c.logger().Warn("rlock: acquisition undone, no replica acknowledged it; trying again", "lock", l.name, "err", err)
+		l.c.logger().Warn("rlock: acquisition undone, no replica acknowledged it; trying again", "lock", l.name, "owner", ws.o.key.field, "err", err)
 		return pausedFor(notReplicatedPause), nil
 	case transient(err):
 		ws.last = err
 		pause := min(transientPause<<min(ws.fails, 10), transientPauseMax)
 		ws.fails++
-		l.c.logger().Debug("rlock: attempt failed; trying again", "lock", l.name, "err", err, "pause", pause)
+		l.c.logger().Debug("rlock: attempt failed; trying again", "lock", l.name, "owner", ws.o.key.field, "err", err, "pause", pause)
 		return pausedFor(pause), nil
 	}
 	return out, err

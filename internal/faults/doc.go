@@ -1,9 +1,11 @@
-// Package faults holds only tests: fault-injection runs of the reentrant
-// and fair locks against real redis-server processes (and miniredis where the fault
+// Package faults holds only tests: fault-injection runs of the reentrant,
+// fair and read-write locks against real redis-server processes (and miniredis where the fault
 // applies), with at least eight clients each, whose recorded histories are
 // checked by internal/history (linearizability against a reentrant mutex
-// model, no two owners believing they hold the lock at once) instead of
-// being eyeballed.
+// model, no two owners believing they hold the lock at once; for the
+// read-write lock, against a read-write model, no writer believing it
+// holds the lock while another owner reads or writes) instead of being
+// eyeballed.
 //
 // Faults: a holder process killed with SIGKILL, the server frozen with
 // SIGSTOP past the lease, the server killed and restarted, the pub/sub

@@ -20,6 +20,7 @@ import (
 	"github.com/rlock-go/rlock/internal/history"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/reentrant"
+	"github.com/rlock-go/rlock/rwlock"
 )
 
 // config describes one fault run.
@@ -44,6 +45,9 @@ type config struct {
 	// fair runs the fair lock instead of the reentrant one; fifo also
 	// checks that waiters are granted in queue order.
 	fair, fifo bool
+	// rw runs the read-write lock (see TestFaultRW): its history is
+	// checked against the read-write model.
+	rw bool
 	// forbid, if set, reports errors that must never reach a caller under
 	// this fault; the run fails if any does.
 	forbid func(error) bool
@@ -122,7 +126,8 @@ type worker struct {
 	r        *rig
 	c        *rlock.Client
 	l        handle
-	private  handle // a lock only this worker takes (cfg.leases)
+	private  handle         // a lock only this worker takes (cfg.leases)
+	rw       *rwlock.RWLock // cfg.rw: the lock (l is its write side)
 	rng      *rand.Rand
 	unknown  int // attempts whose outcome was unknown (then a count read)
 	lost     int // holding periods that ended in a loss the worker was told of
@@ -170,8 +175,12 @@ func newRig(t *testing.T, b *redistest.Backend, cfg config) *rig {
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = c.Close() })
 		w := &worker{id: i, r: r, c: c, rng: rand.New(rand.NewPCG(seed, uint64(i)))}
-		w.l = r.newHandle(c, r.name)
-		w.private = r.newHandle(c, fmt.Sprintf("%s:private:%d", r.name, i))
+		if cfg.rw {
+			r.newRWHandles(w, c, r.name)
+		} else {
+			w.l = r.newHandle(c, r.name)
+			w.private = r.newHandle(c, fmt.Sprintf("%s:private:%d", r.name, i))
+		}
 		r.workers = append(r.workers, w)
 	}
 	if cfg.force {
@@ -265,6 +274,9 @@ func (r *rig) checkEnd() {
 		require.NoError(t, err)
 		require.Zero(t, n, "worker %d still holds the lock", w.id)
 	}
+	if r.cfg.rw {
+		r.checkRWEnd()
+	}
 	// A hold taken by a call whose reply was lost and never reconciled would
 	// show here; it may only linger until its lease runs out.
 	require.Eventually(t, func() bool {
@@ -287,7 +299,9 @@ func (r *rig) checkHistory() {
 		periods += w.acquired
 		assert.Positive(t, w.acquired, "worker %d never got the lock", w.id)
 	}
-	if r.cfg.linearizable {
+	if r.cfg.rw {
+		r.checkRWHistory(ops, &res)
+	} else if r.cfg.linearizable {
 		start := time.Now()
 		lr := history.CheckLinearizable(ops, r.cfg.grace, time.Minute)
 		t.Logf("%s: porcupine checked %d ops (%d unknown) in %v: %v", r.cfg.fault, lr.Ops, lr.Unknown, time.Since(start).Round(time.Millisecond), lr.Verdict)
@@ -296,7 +310,7 @@ func (r *rig) checkHistory() {
 			t.Errorf("history is not linearizable (%v); visualization: %s; history: %s", lr.Verdict, lr.Visualization, dump(ops))
 		}
 	}
-	if r.cfg.exclusive {
+	if r.cfg.exclusive && !r.cfg.rw {
 		overlaps := history.CheckExclusive(ops)
 		res.overlaps = len(overlaps)
 		for _, o := range overlaps {
@@ -346,6 +360,9 @@ func (w *worker) run(rounds int, injected <-chan struct{}) error {
 	round := w.round
 	if w.r.cfg.settle {
 		round = w.roundSettle
+	}
+	if w.r.cfg.rw {
+		round = w.roundRW
 	}
 	for i := 0; i < rounds || w.r.cfg.untilInjected && !closed(injected); i++ {
 		if err := round(); err != nil {

@@ -116,6 +116,9 @@ type Op struct {
 	Return  int64
 	Value   int   // Count: the count read; ForceUnlock: 1 if it deleted a lock
 	Err     error // the error the call returned, if any
+	// Side is the side of a read-write lock the Op acted on (NoSide for
+	// other lock kinds); see CheckRWLinearizable.
+	Side Side
 }
 
 func (op Op) String() string {
@@ -123,9 +126,13 @@ func (op Op) String() string {
 	if op.Return != Forever {
 		ret = time.Duration(op.Return).String()
 	}
-	s := fmt.Sprintf("owner %d %v -> %v [%v, %s]", op.Owner, op.Kind, op.Outcome, time.Duration(op.Call), ret)
+	kind := op.Kind.String()
+	if op.Side != NoSide {
+		kind += " " + op.Side.String()
+	}
+	s := fmt.Sprintf("owner %d %s -> %v [%v, %s]", op.Owner, kind, op.Outcome, time.Duration(op.Call), ret)
 	if op.Kind == Count || op.Kind == ForceUnlock && op.Outcome == OK {
-		s = fmt.Sprintf("owner %d %v -> %d [%v, %s]", op.Owner, op.Kind, op.Value, time.Duration(op.Call), ret)
+		s = fmt.Sprintf("owner %d %s -> %d [%v, %s]", op.Owner, kind, op.Value, time.Duration(op.Call), ret)
 	}
 	if op.Err != nil {
 		s += ": " + op.Err.Error()

@@ -159,6 +159,11 @@ func Model() porcupine.Model {
 // left out, and an Unknown call may take effect until grace after it
 // returned (Forever when grace is negative).
 func Operations(ops []Op, grace time.Duration) []porcupine.Operation {
+	return operations(ops, grace, func(op Op) any { return input{owner: op.Owner, kind: op.Kind} })
+}
+
+// operations is Operations with the model's input of each Op.
+func operations(ops []Op, grace time.Duration, in func(Op) any) []porcupine.Operation {
 	res := make([]porcupine.Operation, 0, len(ops))
 	for _, op := range ops {
 		if op.Kind == Lost {
@@ -178,7 +183,7 @@ func Operations(ops []Op, grace time.Duration) []porcupine.Operation {
 		}
 		res = append(res, porcupine.Operation{
 			ClientId: client,
-			Input:    input{owner: op.Owner, kind: op.Kind},
+			Input:    in(op),
 			Call:     op.Call,
 			Output:   output{outcome: op.Outcome, value: op.Value},
 			Return:   ret,

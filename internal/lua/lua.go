@@ -43,6 +43,7 @@ var (
 	publishSrc    = src("publish")
 	fairCommonSrc = src("fair_common")
 	rwCommonSrc   = src("rw_common")
+	designateSrc  = src("designate")
 )
 
 func withHolds(name string) string { return holdsSrc + "\n" + src(name) }
@@ -59,9 +60,12 @@ func withPublish(s string) string { return publishSrc + "\n" + s }
 
 var (
 	// Lock acquires one hold of a reentrant lock (see lock.lua).
-	Lock = redis.NewScript(withHolds("lock"))
+	Lock = reentrant(withHolds("lock"))
 	// Unlock releases one hold of a reentrant lock (see unlock.lua).
-	Unlock = redis.NewScript(withPublish(withHolds("unlock")))
+	Unlock = reentrant(withHolds("unlock"))
+	// PassOn passes a reentrant lock's designation on to other clients
+	// (see pass_on.lua and designate.lua).
+	PassOn = reentrant(src("pass_on"))
 	// ForceUnlock deletes a lock whoever holds it (see force_unlock.lua).
 	ForceUnlock = redis.NewScript(withPublish(withHolds("force_unlock")))
 	// Renew renews a batch of leases for the watchdog (see renew.lua). It
@@ -106,13 +110,20 @@ var (
 	RWState = rw("rw_state")
 )
 
+// reentrant builds a script that may register waiters or designate a
+// client to wake one: the preludes clock.lua, publish.lua and
+// designate.lua, then src.
+func reentrant(src string) *redis.Script {
+	return redis.NewScript(clockSrc + "\n" + withPublish(designateSrc+"\n"+src))
+}
+
 func fair(src string) *redis.Script {
 	return redis.NewScript(clockSrc + "\n" + withPublish(fairCommonSrc+"\n"+src))
 }
 
 // All lists every script, for preloading (SCRIPT LOAD) on each server.
 func All() []*redis.Script {
-	return []*redis.Script{Lock, Unlock, ForceUnlock, Renew,
+	return []*redis.Script{Lock, Unlock, PassOn, ForceUnlock, Renew,
 		FairLock, FairUnlock, FairForceUnlock, FairLeave, FairQueue,
 		RWReadLock, RWWriteLock, RWUnlockRead, RWUnlockWrite, RWForceUnlock, RWLeave, RWHolds, RWState}
 }

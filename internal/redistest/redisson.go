@@ -205,14 +205,34 @@ func (l *RLock) TryLock(ctx context.Context, wait, lease time.Duration) (bool, e
 		}
 		t := time.NewTimer(d)
 		l.r.waits.Add(1)
-		select {
-		case <-msgs:
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return false, l.giveUp(ctx.Err(), wait)
-		}
+		err = l.sleep(ctx, msgs, t)
 		t.Stop()
+		if err != nil {
+			return false, l.giveUp(err, wait)
+		}
+	}
+}
+
+// sleep waits for an unlock message or t. Redisson decodes the lock
+// channel's messages with its LongCodec (Long.valueOf: a payload that is
+// not an integer is a decoding error) and acts on 0 (unlock) and 1 (read
+// unlock) only; other integers are ignored.
+func (l *RLock) sleep(ctx context.Context, msgs <-chan *redis.Message, t *time.Timer) error {
+	for {
+		select {
+		case m := <-msgs:
+			n, err := strconv.ParseInt(m.Payload, 10, 64)
+			if err != nil {
+				return fmt.Errorf("redisson: LongCodec cannot decode %q on %s: %w", m.Payload, m.Channel, err)
+			}
+			if n == 0 || n == 1 {
+				return nil
+			}
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }
 

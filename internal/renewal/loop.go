@@ -133,13 +133,13 @@ func (lp *loop) expire(now time.Time) {
 // ranOut is the loss report of a lease that ran out, naming the cause.
 func (l *Lease) ranOut() error {
 	if l.lastErr != nil {
-		return fmt.Errorf("%w: lease of %q ran out while renewal failed: %w", base.ErrLockLost, l.key, l.lastErr)
+		return base.Lost(base.LossRenewalFailed, fmt.Errorf("%w: lease of %q ran out while renewal failed: %w", base.ErrLockLost, l.key, l.lastErr))
 	}
 	where := "its server"
 	if l.node != "" {
 		where = l.node
 	}
-	return fmt.Errorf("%w: lease of %q ran out before a renewal could reach %s", base.ErrLockLost, l.key, where)
+	return base.Lost(base.LossRenewalLate, fmt.Errorf("%w: lease of %q ran out before a renewal could reach %s", base.ErrLockLost, l.key, where))
 }
 
 // timeouts gives up waiting for the rounds in flight past their bound: their
@@ -179,8 +179,13 @@ func (lp *loop) failed(r *round, err error, leases []*Lease, now time.Time) {
 	}
 	s.mu.Unlock()
 	r.target.failed()
+	// One line per round: it names the first lock, and how many it carried.
+	var lock, owner string
+	if len(leases) > 0 {
+		lock, owner = leases[0].key, leases[0].field
+	}
 	s.log.Warn("rlock watchdog: renewal failed; retrying until the leases run out",
-		"node", r.node.id, "locks", len(leases), "error", err)
+		"lock", lock, "owner", owner, "locks", len(leases), "node", r.node.id, "err", err)
 }
 
 // tick dispatches a full round over every registered lease.
@@ -287,6 +292,7 @@ func (lp *loop) start(n *node, leases []*Lease, t *tick, now time.Time) {
 		// until then, even after the loop stopped waiting for it.
 		ctx, cancel := context.WithDeadline(s.ctx, now.Add(s.lease))
 		r.renew(ctx, s.batch, s.leaseArg)
+		r.latency = time.Since(r.sent)
 		cancel()
 		s.mu.Lock()
 		for _, l := range r.leases {
@@ -354,6 +360,7 @@ func (lp *loop) apply(r *round) {
 	s.stats.Renewed += uint64(renewed)
 	s.stats.Lost += uint64(len(lost))
 	s.mu.Unlock()
+	s.roundDone(r, renewed, len(lost), len(failed))
 	if len(failed) > 0 {
 		cause := r.err
 		if cause == nil { // cannot happen: every failed batch records its error
@@ -372,7 +379,7 @@ func (lp *loop) apply(r *round) {
 		}
 	}
 	for _, l := range lost {
-		l.lost(fmt.Errorf("%w: %q was no longer held by this owner at renewal", base.ErrLockLost, l.key))
+		l.lost(base.Lost(base.LossNotHeldAtRenewal, fmt.Errorf("%w: %q was no longer held by this owner at renewal", base.ErrLockLost, l.key)))
 	}
 }
 

@@ -83,6 +83,7 @@ type Scheduler struct {
 	retry    time.Duration
 	batch    int
 	log      *slog.Logger
+	hooks    []func(Round) // see WithRoundHook
 
 	ctx    context.Context // of every renewal; cancelled by Close
 	cancel context.CancelFunc

@@ -182,12 +182,13 @@ type round struct {
 	eval     bool      // send the first call as EVAL: the node may lack the script
 
 	// Written by the round's goroutine, read by the loop once received.
-	order    []*Lease  // the leases, in the order of held
-	held     []int8    // per lease: 1 renewed, 0 not held, -1 failed
-	err      error     // why the failed ones failed
-	sent     time.Time // when the first request was sent
-	trips    int       // requests sent
-	answered bool      // some call got a reply (the node has the script now)
+	order    []*Lease      // the leases, in the order of held
+	held     []int8        // per lease: 1 renewed, 0 not held, -1 failed
+	err      error         // why the failed ones failed
+	sent     time.Time     // when the first request was sent
+	latency  time.Duration // from sent to the last reply
+	trips    int           // requests sent
+	answered bool          // some call got a reply (the node has the script now)
 }
 
 // batch is one script call: order[lo:hi].

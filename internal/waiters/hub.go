@@ -12,6 +12,13 @@
 // one retry per client rather than one per waiter; a read-unlock message ("1") wakes them all. Pub/sub is only a
 // hint: callers still bound every wait by the lock's remaining TTL.
 //
+// A release may also designate the clients that wake a waiter (see Tag
+// and scripts/designate.lua): the tags it publishes just before the "0"
+// tell every other hub to drop that "0", so one release costs one or two
+// retries in all, however many clients wait. A designated hub with no
+// waiter left to wake, or whose woken waiter gives the wake-up back
+// unused, passes the designation on (see SetDesignation).
+//
 // On a Redis Cluster the hub can also listen with sharded pub/sub
 // (SSUBSCRIBE, Redis 7+), which Redis keeps apart from classic pub/sub
 // (see Mode). Sharded subscriptions go to the master of the channel's
@@ -26,6 +33,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"strconv"
 	"sync"
 	"time"
 
@@ -118,7 +127,28 @@ type Hub struct {
 
 	shards   map[string]*conn // sharded connections, by master address
 	failures int              // consecutive sharded routing failures (backoff)
+
+	tag    string                                // this client's designation tag; "" for none
+	passOn func(channel string, drop, pass bool) // see SetDesignation
 }
+
+// Where a message came from: a hub that listens both ways gets a
+// release's messages on two connections, in order on each but not
+// across them, so a designation applies to the "0" of its own connection.
+const (
+	fromClassic = iota
+	fromShard
+)
+
+// designation is what a topic's connection last heard before an unlock
+// message: nothing, a designation of another client only, or of this one.
+type designation uint8
+
+const (
+	undesignated designation = iota
+	designatedOther
+	designatedMe
+)
 
 type conn struct {
 	ps   *redis.PubSub // nil until opened (Ring: by the writer)
@@ -174,6 +204,11 @@ type topic struct {
 	idle   *time.Timer
 	gen    uint64
 	missed bool
+
+	heard [2]designation // by fromClassic, fromShard: since the last message
+	// registers: the client's waiters here register it with the lock (see
+	// Waiter.Registers), so dropping the topic unregisters it.
+	registers bool
 }
 
 // Waiter is one blocked caller's membership in a channel. Receive from C to
@@ -186,6 +221,9 @@ type Waiter struct {
 	hub   *Hub
 	topic *topic
 	first bool // an unlock message wakes it before the others (see Prefer)
+	// designated: its last wake-up was a designation of this client,
+	// which must be passed on if it goes unused (see PassOn, Leave).
+	designated bool
 }
 
 // DefaultLinger is how long a channel stays subscribed after its last
@@ -476,7 +514,7 @@ func (h *Hub) read(msgs <-chan any) {
 				h.subscribed(m.Channel)
 			}
 		case *redis.Message:
-			h.message(m.Channel, m.Payload)
+			h.message(m.Channel, m.Payload, fromClassic)
 		}
 	}
 }
@@ -515,15 +553,27 @@ func (h *Hub) confirmLocked(t *topic) {
 	}
 }
 
-func (h *Hub) message(channel, payload string) {
+func (h *Hub) message(channel, payload string, from int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t := h.topics[channel]
+	if isTag(payload) {
+		h.designatedLocked(t, channel, payload, from)
+		return
+	}
 	if t == nil {
 		return
 	}
+	heard := t.heard[from]
+	t.heard[from] = undesignated
+	if heard == designatedOther {
+		return // another client wakes a waiter
+	}
 	if len(t.waiters) == 0 {
 		t.missed = true
+		if heard == designatedMe {
+			h.passOnLocked(channel, true)
+		}
 		return
 	}
 	if payload == "1" { // read-lock release: every waiter may proceed
@@ -532,20 +582,108 @@ func (h *Hub) message(channel, payload string) {
 		}
 		return
 	}
-	if !t.wakeFirst() {
-		t.wakeOne(nil)
+	w := t.wakeFirst()
+	if w == nil {
+		w = t.wakeOne(nil)
+	}
+	if w == nil { // every waiter is about to try already
+		w = t.waiters[0]
+	}
+	w.designated = heard == designatedMe
+}
+
+// designatedLocked records a designation heard on channel: a release names
+// the clients that wake a waiter on the unlock message it publishes next.
+// A designation of this hub's client on a channel it no longer listens to
+// is passed on at once. h.mu must be held.
+func (h *Hub) designatedLocked(t *topic, channel, tag string, from int) {
+	switch {
+	case tag == h.tag && t == nil:
+		h.passOnLocked(channel, true)
+	case tag == h.tag:
+		t.heard[from] = designatedMe
+	case t != nil && t.heard[from] != designatedMe:
+		t.heard[from] = designatedOther
 	}
 }
 
-// wakeFirst signals the longest-waiting preferred waiter that has no
-// signal pending, and reports whether there was one.
-func (t *topic) wakeFirst() bool {
-	for _, w := range t.waiters {
-		if w.first && w.signal() {
-			return true
+// passOnLocked asks the client to pass a designation on channel on to
+// other clients; drop says this client has no waiter there left. h.mu
+// must be held; the callback must not block.
+func (h *Hub) passOnLocked(channel string, drop bool) {
+	if h.passOn != nil && !h.closed {
+		h.passOn(channel, drop, true)
+	}
+}
+
+// Registers marks the waiter's channel as one whose waiters register
+// their client with the lock (a reentrant lock's): when the channel is
+// dropped, its last waiter long gone, the client is unregistered (see
+// SetDesignation), so that no release designates it meanwhile.
+func (w *Waiter) Registers() {
+	w.hub.mu.Lock()
+	w.topic.registers = true
+	w.hub.mu.Unlock()
+}
+
+// SetDesignation makes the hub act on designations (see the package doc):
+// tag is its client's (see Tag), and passOn is called, without blocking,
+// with pass true when a designation of this client on channel goes
+// unused: no waiter to wake (drop is then true: the client has no waiter
+// there left), or a woken waiter gave its wake-up back with nobody here to
+// take it; and with drop true and pass false when a channel whose waiters
+// register their client (Waiter.Registers) is dropped. Call it before the
+// first Join.
+func (h *Hub) SetDesignation(tag string, passOn func(channel string, drop, pass bool)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.tag, h.passOn = tag, passOn
+}
+
+// Tag returns the designation tag of the client whose ID is id: a decimal
+// integer from 2 to 2^62+1, derived from the ID, so that a Redisson
+// subscriber of the channel, which decodes every message as a Java long
+// and acts on 0 and 1 only, ignores it. Two clients whose tags collide
+// both act on a designation of either: an extra wake-up, never a lost one.
+func Tag(id string) string {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(id))
+	return strconv.FormatUint(h.Sum64()>>2+2, 10)
+}
+
+// isTag reports whether payload is a designation: a decimal integer other
+// than 0 and 1.
+func isTag(payload string) bool {
+	if len(payload) < 1 || len(payload) > 19 || payload == "0" || payload == "1" {
+		return false
+	}
+	for i := 0; i < len(payload); i++ {
+		if payload[i] < '0' || payload[i] > '9' {
+			return false
 		}
 	}
-	return false
+	return true
+}
+
+// Waiting returns how many of the client's calls wait on channel.
+func (h *Hub) Waiting(channel string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t := h.topics[channel]; t != nil {
+		return len(t.waiters)
+	}
+	return 0
+}
+
+// wakeFirst signals the longest-waiting preferred waiter that has no
+// signal pending, and returns it (nil if there was none).
+func (t *topic) wakeFirst() *Waiter {
+	for _, w := range t.waiters {
+		if w.first && w.signal() {
+			return w
+		}
+	}
+	return nil
 }
 
 // Prefer makes an unlock message ("0") wake this waiter before the
@@ -558,14 +696,14 @@ func (w *Waiter) Prefer() {
 }
 
 // wakeOne signals the longest-waiting waiter other than skip that has no
-// signal pending. It reports whether one was signalled.
-func (t *topic) wakeOne(skip *Waiter) bool {
+// signal pending, and returns it (nil if there was none).
+func (t *topic) wakeOne(skip *Waiter) *Waiter {
 	for _, w := range t.waiters {
 		if w != skip && w.signal() {
-			return true
+			return w
 		}
 	}
-	return false
+	return nil
 }
 
 func (w *Waiter) signal() bool {
@@ -579,13 +717,29 @@ func (w *Waiter) signal() bool {
 
 // PassOn hands a wake-up the waiter received but could not use (the
 // attempt it started failed) to the channel's next waiter, or, with none,
-// to whoever joins next. It never waits for I/O.
+// to whoever joins next; a designation with nobody else here to take it
+// goes to other clients (see SetDesignation). It never waits for I/O.
 func (w *Waiter) PassOn() {
 	h := w.hub
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !w.topic.wakeOne(w) {
-		w.topic.missed = true
+	h.handOnLocked(w, false)
+}
+
+// handOnLocked passes w's unused wake-up to the next waiter of its
+// channel, or marks the channel missed; an unused designation goes to
+// other clients (drop: w has left and was the client's last waiter
+// there). h.mu must be held.
+func (h *Hub) handOnLocked(w *Waiter, drop bool) {
+	d := w.designated
+	w.designated = false
+	if next := w.topic.wakeOne(w); next != nil {
+		next.designated = d
+		return
+	}
+	w.topic.missed = true
+	if d {
+		h.passOnLocked(w.topic.channel, drop)
 	}
 }
 
@@ -605,17 +759,17 @@ func (w *Waiter) Leave() {
 			break
 		}
 	}
-	unused := false
+	pending := false
 	select {
 	case <-w.C:
-		unused = !t.wakeOne(w)
+		pending = true
 	default:
 	}
 	if len(t.waiters) == 0 && t.confirmed && !h.closed {
-		h.idleLocked(t)
+		h.idleLocked(t) // clears missed, so hand on after it
 	}
-	if unused { // nobody to pass it to: the next waiter gets it
-		t.missed = true
+	if pending {
+		h.handOnLocked(w, len(t.waiters) == 0)
 	}
 }
 
@@ -642,6 +796,9 @@ func (h *Hub) idleLocked(t *topic) {
 // dropLocked forgets t and queues its UNSUBSCRIBE. h.mu must be held.
 func (h *Hub) dropLocked(t *topic) {
 	delete(h.topics, t.channel)
+	if t.registers && h.passOn != nil && !h.closed {
+		h.passOn(t.channel, true, false)
+	}
 	if sc := t.shard; sc != nil {
 		delete(sc.topics, t)
 		t.shard = nil

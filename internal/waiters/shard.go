@@ -170,7 +170,7 @@ func (h *Hub) readShard(sc *conn) {
 		case *redis.Subscription:
 			h.shardEvent(sc, m)
 		case *redis.Message:
-			h.message(m.Channel, m.Payload)
+			h.message(m.Channel, m.Payload, fromShard)
 		}
 	}
 }

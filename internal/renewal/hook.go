@@ -1,0 +1,46 @@
+package renewal
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/rlock-go/rlock/internal/base"
+)
+
+// Round is what one renewal round on one node did, for a round hook.
+type Round struct {
+	Node    string        // the node's address (or its client's name)
+	Locks   int           // locks the round carried
+	Renewed int           // of them, renewed
+	NotHeld int           // of them, found no longer held (reported lost)
+	Failed  int           // of them, whose renewal failed (retried)
+	Latency time.Duration // from the first request sent to the last reply
+	Err     error         // why the failed ones failed; nil if none did
+}
+
+// WithRoundHook adds f, called on the scheduler's goroutine after every
+// renewal round with what it did; it must be fast and must not call the
+// scheduler. f must not be nil.
+func WithRoundHook(f func(Round)) Option {
+	return func(s *Scheduler) error {
+		if f == nil {
+			return fmt.Errorf("%w: nil round hook", base.ErrInvalidArgument)
+		}
+		s.hooks = append(s.hooks, f)
+		return nil
+	}
+}
+
+// roundDone reports a round to the hooks.
+func (s *Scheduler) roundDone(r *round, renewed, notHeld, failed int) {
+	if len(s.hooks) == 0 {
+		return
+	}
+	e := Round{Node: r.node.id, Locks: len(r.order), Renewed: renewed, NotHeld: notHeld, Failed: failed, Latency: r.latency}
+	if failed > 0 {
+		e.Err = r.err
+	}
+	for _, f := range s.hooks {
+		f(e)
+	}
+}

@@ -1,0 +1,52 @@
+-- Prelude of the reentrant lock's scripts (prepended when loaded, after
+-- clock.lua and publish.lua): the registry of the rlock clients waiting for
+-- a lock, and the designation that lets one release wake one waiter in
+-- one or two clients rather than one in every client.
+--
+-- The registry (base.Waiters) is a sorted set of client tags, decimal
+-- integers of at least 2 (waiters.Tag), scored by the server time (ms)
+-- until which the registration is live. A waiting call's refused attempt
+-- registers its client until its next attempt is due, plus a grace; a
+-- crashed client's registration lapses by itself.
+--
+-- A designation is a tag published on the lock's channel just before the
+-- unlock message "0", by the same script, so that every subscriber sees
+-- the two in order. A hub that sees a designation for another client drops
+-- the "0" that follows; the designated client wakes one waiter. Redisson
+-- reads the channel with its LongCodec and acts on 0 and 1 only, so a
+-- tag, an integer, is ignored there; its waiters still get the "0".
+
+-- live_grace (ms) is added to a registration's deadline: the time a
+-- waiting call may take beyond its due attempt (scheduling, the round
+-- trip) before its client counts as gone.
+local live_grace = 2000
+
+-- register records that client tag has a waiting call whose next attempt
+-- is due within wait ms (GT: a registration is never shortened).
+local function register(registry, tag, wait)
+  local live = tonumber(wait) + live_grace
+  redis.call('ZADD', registry, 'GT', now_ms() + live, tag)
+  if redis.call('PTTL', registry) < live then
+    redis.call('PEXPIRE', registry, live)
+  end
+end
+
+-- designate publishes on channel (see notify) the tags of up to n live
+-- registered clients other than skip, those registered least recently
+-- first, then msg, and returns how many it designated. With none, msg
+-- alone wakes one waiter in every client, as any undesignated "0" does.
+local function designate(registry, channel, msg, how, n, skip)
+  n = tonumber(n) or 0
+  local named = 0
+  if registry and n > 0 and redis.call('EXISTS', registry) == 1 then
+    redis.call('ZREMRANGEBYSCORE', registry, '-inf', '(' .. now_ms())
+    for _, tag in ipairs(redis.call('ZRANGE', registry, 0, n)) do
+      if tag ~= skip and named < n then
+        notify(channel, tag, how)
+        named = named + 1
+      end
+    end
+  end
+  notify(channel, msg, how)
+  return named
+end
