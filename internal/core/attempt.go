@@ -77,7 +77,7 @@ const (
 // of the two happened, so a grant is never both kept and reported as
 // ctx's error (regression: TestLateGrantIsNeverLeaked).
 func (l *Lock) attempt(ctx context.Context, o *ownerState, req request) (outcome, error) {
-	if ctx.Done() == nil { // cannot end: no need for a goroutine
+	if ctx.Done() == nil || inline(ctx) { // cannot end, or no one waits: no need for a goroutine
 		return l.attemptLocked(ctx, o, req, nil)
 	}
 	type result struct {
@@ -108,6 +108,13 @@ func (l *Lock) attempt(ctx context.Context, o *ownerState, req request) (outcome
 		r := <-done
 		return r.out, r.err
 	}
+}
+
+// inline reports whether a combinator asks for the attempt to run on the
+// calling goroutine (see Grant.Inline).
+func inline(ctx context.Context) bool {
+	g := GrantFrom(ctx)
+	return g != nil && g.Inline
 }
 
 // callerWaits reports whether the caller still waits for the attempt
