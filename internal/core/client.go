@@ -27,18 +27,19 @@ import (
 // watchdog (one renewal scheduler for every held lock). Create one per
 // Redis deployment and share it; it is safe for concurrent use.
 type Client struct {
-	rdb      base.Redis
-	id       string
-	hub      *waiters.Hub
-	wd       *renewal.Scheduler
-	sync     *replsync.Syncer               // nil: no replica sync
-	scripter func() (redis.Scripter, error) // where scripts go: rdb or its auto-pipeliner
-	replay   time.Duration                  // lifetime of release latches
-	maxPoll  time.Duration                  // longest wait between attempts on a lock without expiry
-	closing  chan struct{}
-	closed   atomic.Bool
-	handles  atomic.Uint64 // default owner IDs
-	requests atomic.Uint64 // request IDs
+	rdb       base.Redis
+	id        string
+	hub       *waiters.Hub
+	wd        *renewal.Scheduler
+	sync      *replsync.Syncer               // nil: no replica sync
+	pipeliner func() (redis.Scripter, error) // rdb's auto-pipeliner; nil: no auto-pipelining
+	inFlight  atomic.Int32                   // script calls in flight, counted with auto-pipelining only
+	replay    time.Duration                  // lifetime of release latches
+	maxPoll   time.Duration                  // longest wait between attempts on a lock without expiry
+	closing   chan struct{}
+	closed    atomic.Bool
+	handles   atomic.Uint64 // default owner IDs
+	requests  atomic.Uint64 // request IDs
 
 	log *slog.Logger
 
@@ -82,7 +83,7 @@ func NewClient(rdb base.Redis, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	scripter, err := newScripter(rdb, cfg.AutoPipeline)
+	pipeliner, err := newPipeliner(rdb, cfg.AutoPipeline)
 	if err != nil {
 		return nil, err
 	}
@@ -90,25 +91,24 @@ func NewClient(rdb base.Redis, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	var sync *replsync.Syncer
+	c := &Client{
+		rdb:       rdb,
+		pipeliner: pipeliner,
+		id:        cfg.ID,
+		hub:       hub,
+		wd:        wd,
+		replay:    cfg.Replay,
+		maxPoll:   cfg.MaxPoll,
+		log:       cfg.Logger,
+		closing:   make(chan struct{}),
+		owners:    make(map[ownerKey]*ownerState),
+	}
 	if !cfg.NoReplicaSync {
-		if sync, err = newSyncer(rdb, cfg); err != nil {
+		if c.sync, err = newSyncer(rdb, cfg, c.busy); err != nil {
 			return nil, err
 		}
 	}
-	return &Client{
-		rdb:      rdb,
-		scripter: scripter,
-		id:       cfg.ID,
-		hub:      hub,
-		wd:       wd,
-		sync:     sync,
-		replay:   cfg.Replay,
-		maxPoll:  cfg.MaxPoll,
-		log:      cfg.Logger,
-		closing:  make(chan struct{}),
-		owners:   make(map[ownerKey]*ownerState),
-	}, nil
+	return c, nil
 }
 
 // withDefaults returns cfg with every unset field set to its default for
@@ -129,17 +129,32 @@ func (cfg Config) withDefaults(rdb base.Redis) Config {
 	return cfg
 }
 
-// newScripter returns where a client on rdb sends its scripts: rdb, or
-// with autoPipeline its go-redis auto-pipeliner, created on first use
-// (go-redis starts its goroutines then) and kept by rdb.
-func newScripter(rdb base.Redis, autoPipeline bool) (func() (redis.Scripter, error), error) {
+// newPipeliner returns, with autoPipeline, the go-redis auto-pipeliner of
+// rdb, created on first use (go-redis starts its goroutines then) and kept
+// by rdb; nil without.
+func newPipeliner(rdb base.Redis, autoPipeline bool) (func() (redis.Scripter, error), error) {
 	if !autoPipeline {
-		return func() (redis.Scripter, error) { return rdb, nil }, nil
+		return nil, nil
 	}
 	if _, ok := rdb.(replsync.AutoPipelined); !ok {
 		return nil, fmt.Errorf("%w: auto-pipelining needs a go-redis Client, ClusterClient or Ring, not %T", base.ErrInvalidArgument, rdb)
 	}
 	return sync.OnceValues(func() (redis.Scripter, error) { return replsync.AutoPipeliner(rdb) }), nil
+}
+
+// busy reports whether another script call than the caller's is in flight
+// on the client: only then does a script go through the auto-pipeliner,
+// which hands each command to a goroutine of its own and back, a cost a
+// lone call pays for nothing.
+func (c *Client) busy() bool { return c.inFlight.Load() > 1 }
+
+// scripter returns where a script call goes: rdb, or its auto-pipeliner
+// when other calls are in flight (see busy).
+func (c *Client) scripter() (redis.Scripter, error) {
+	if c.pipeliner == nil || !c.busy() {
+		return c.rdb, nil
+	}
+	return c.pipeliner()
 }
 
 // newSyncer returns the replica syncer of a client on rdb, or nil (replica
@@ -148,7 +163,7 @@ func newScripter(rdb base.Redis, autoPipeline bool) (func() (redis.Scripter, err
 // as a warning). Without an explicit timeout, WAIT gets
 // replsync.TimeoutFor the ReadTimeout; an explicit one must be shorter than
 // the ReadTimeout.
-func newSyncer(rdb base.Redis, cfg Config) (*replsync.Syncer, error) {
+func newSyncer(rdb base.Redis, cfg Config, busy func() bool) (*replsync.Syncer, error) {
 	rt := readTimeout(rdb)
 	explicit := cfg.ReplicaSync > 0
 	timeout := cfg.ReplicaSync
@@ -161,7 +176,7 @@ func newSyncer(rdb base.Redis, cfg Config) (*replsync.Syncer, error) {
 	}
 	opts := []replsync.Option{replsync.WithTimeout(max(timeout, time.Millisecond))}
 	if cfg.AutoPipeline {
-		opts = append(opts, replsync.WithAutoPipeline())
+		opts = append(opts, replsync.WithAutoPipelineWhen(busy))
 	}
 	s, err := replsync.New(rdb, opts...)
 	switch {
@@ -349,6 +364,10 @@ func (c *Client) retryOnCluster(ctx context.Context, err error) bool {
 // lock script is safe to run twice, and go-redis would otherwise keep
 // sending to a failed master until its next periodic reload.
 func (c *Client) run(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+	if c.pipeliner != nil { // count the call in flight (see busy)
+		c.inFlight.Add(1)
+		defer c.inFlight.Add(-1)
+	}
 	sc, err := c.scripter()
 	if err != nil {
 		cmd := redis.NewCmd(ctx)
@@ -421,6 +440,10 @@ func isReply(err error, prefixes ...string) bool {
 func (c *Client) runAcquire(ctx context.Context, s *redis.Script, keys []string, args ...any) (*redis.Cmd, replsync.Result, error) {
 	if c.sync == nil {
 		return c.run(ctx, s, keys, args...), replsync.Result{}, nil
+	}
+	if c.pipeliner != nil { // count the call in flight (see busy)
+		c.inFlight.Add(1)
+		defer c.inFlight.Add(-1)
 	}
 	attempt := func() (*redis.Cmd, replsync.Result, error) {
 		cmd, res, err := c.sync.Run(ctx, s, keys, args...)
