@@ -46,6 +46,7 @@ type Client struct {
 	bgMu     sync.Mutex
 	bgClosed bool           // no more background work: Close waits for bg
 	bg       sync.WaitGroup // attempts finishing after their caller's ctx ended
+	work     chan func()    // hands work to an idle background worker (see goBackground)
 
 	mu     sync.Mutex
 	owners map[ownerKey]*ownerState
@@ -101,6 +102,7 @@ func NewClient(rdb base.Redis, cfg Config) (*Client, error) {
 		maxPoll:   cfg.MaxPoll,
 		log:       cfg.Logger,
 		closing:   make(chan struct{}),
+		work:      make(chan func()),
 		owners:    make(map[ownerKey]*ownerState),
 	}
 	if !cfg.NoReplicaSync {
@@ -317,19 +319,48 @@ func (c *Client) Close() error {
 }
 
 // goBackground runs f in a goroutine that Close waits for, and reports
-// false (running nothing) once Close has started waiting.
+// false (running nothing) once Close has started waiting. The goroutine is
+// an idle worker of the client's when there is one, or a new one, which
+// then stays for the next call until it has been idle for workerIdle:
+// handing f to a parked goroutine costs a fraction of starting one, and
+// every acquire attempt under a ctx that can end takes this path.
 func (c *Client) goBackground(f func()) bool {
 	c.bgMu.Lock()
-	defer c.bgMu.Unlock()
 	if c.bgClosed {
+		c.bgMu.Unlock()
 		return false
 	}
 	c.bg.Add(1)
-	go func() {
-		defer c.bg.Done()
-		f()
-	}()
+	c.bgMu.Unlock()
+	select {
+	case c.work <- f: // an idle worker took it
+	default:
+		go c.worker(f)
+	}
 	return true
+}
+
+// workerIdle is how long a background worker waits for more work before
+// it ends.
+const workerIdle = 10 * time.Second
+
+// worker runs f, then whatever work goBackground hands it, until it has
+// been idle for workerIdle or the client closes.
+func (c *Client) worker(f func()) {
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		f()
+		c.bg.Done()
+		idle.Reset(workerIdle)
+		select {
+		case f = <-c.work:
+		case <-idle.C:
+			return
+		case <-c.closing:
+			return
+		}
+	}
 }
 
 func (c *Client) logger() *slog.Logger { return c.log }

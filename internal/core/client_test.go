@@ -175,3 +175,28 @@ func TestAutoPipelineOnlyWhenCallsOverlap(t *testing.T) {
 		require.Zero(t, c.inFlight.Load())
 	})
 }
+
+// The goroutine that ran a background job waits for the next one: an
+// attempt under a ctx that can end hands its work to it rather than start
+// a goroutine each time. Close ends it.
+func TestBackgroundWorkerIsReused(t *testing.T) {
+	b := redistest.Mini(t)
+	c, err := NewClient(b.NewClient(t), Config{})
+	require.NoError(t, err)
+	ran := make(chan struct{}, 2)
+	require.True(t, c.goBackground(func() { ran <- struct{}{} }))
+	<-ran
+	require.Eventually(t, func() bool {
+		c.bg.Add(1) // the worker counts the job done
+		select {
+		case c.work <- func() { ran <- struct{}{} }: // only an idle worker takes it
+			return true
+		default:
+			c.bg.Done()
+			return false
+		}
+	}, 5*time.Second, time.Millisecond, "no idle worker took the next job")
+	<-ran
+	require.NoError(t, c.Close())
+	require.False(t, c.goBackground(func() {}), "background work after Close")
+}
