@@ -266,7 +266,8 @@ func TestFrozenNode(t *testing.T) {
 	c.real[2].Thaw()
 	frozen = false
 	// Wait for everything still running against the thawed node: the
-	// background releases, which wait for the attempts left behind on it. Every command sent is answered by then. A key a late attempt
+	// background releases, then the attempts (closing a client waits for
+	// them). Every command sent is answered by then. A key a late attempt
 	// left has at most the lease left, and goes away within it.
 	require.Eventually(t, func() bool { return redlock.PendingReleases(rl) == 0 }, 10*time.Second, 10*time.Millisecond)
 	for _, rc := range cs {

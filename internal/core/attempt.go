@@ -77,7 +77,14 @@ const (
 // of the two happened, so a grant is never both kept and reported as
 // ctx's error (regression: TestLateGrantIsNeverLeaked).
 func (l *Lock) attempt(ctx context.Context, o *ownerState, req request) (outcome, error) {
-	if ctx.Done() == nil || inline(ctx) { // cannot end, or no one waits: no need for a goroutine
+	if ctx.Done() == nil { // cannot end: no need for a goroutine
+		return l.attemptLocked(ctx, o, req, nil)
+	}
+	if inline(ctx) { // the combinator's goroutine is the background: Close waits for it
+		if !l.c.enterBackground() {
+			return outcome{}, base.ErrClosed
+		}
+		defer l.c.bg.Done()
 		return l.attemptLocked(ctx, o, req, nil)
 	}
 	type result struct {

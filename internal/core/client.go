@@ -325,18 +325,27 @@ func (c *Client) Close() error {
 // handing f to a parked goroutine costs a fraction of starting one, and
 // every acquire attempt under a ctx that can end takes this path.
 func (c *Client) goBackground(f func()) bool {
-	c.bgMu.Lock()
-	if c.bgClosed {
-		c.bgMu.Unlock()
+	if !c.enterBackground() {
 		return false
 	}
-	c.bg.Add(1)
-	c.bgMu.Unlock()
 	select {
 	case c.work <- f: // an idle worker took it
 	default:
 		go c.worker(f)
 	}
+	return true
+}
+
+// enterBackground counts one more piece of background work that Close
+// waits for (the caller calls c.bg.Done when it is over), and reports false
+// (counting nothing) once Close has started waiting.
+func (c *Client) enterBackground() bool {
+	c.bgMu.Lock()
+	defer c.bgMu.Unlock()
+	if c.bgClosed {
+		return false
+	}
+	c.bg.Add(1)
 	return true
 }
 
