@@ -190,11 +190,16 @@ func (h *holding) watched() int {
 }
 
 // stop makes h ignore its members' ends from now on: a release is in
-// progress and its outcome ends h.
+// progress and its outcome ends h. It unregisters the watches too, so that
+// the members' releases start no goroutine to report an end nobody counts.
 func (h *holding) stop() {
 	h.mu.Lock()
 	h.stopped = true
+	stops := h.stops
 	h.mu.Unlock()
+	for _, stop := range stops {
+		stop()
+	}
 }
 
 // end ends h: a release with err nil, a loss otherwise. Only the first

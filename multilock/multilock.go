@@ -435,16 +435,25 @@ func (m *MultiLock) every() []bool {
 	return all
 }
 
-// each runs fn on the members in which, in parallel, and returns their
+// each runs fn on the members in which, in parallel (the last one on the
+// calling goroutine, which waits for them all anyway), and returns their
 // errors by member.
 func (m *MultiLock) each(which []bool, fn func(int, rlock.Locker) error) []error {
 	errs := make([]error, len(m.members))
+	last := -1
 	var wg sync.WaitGroup
 	for i, ok := range which {
-		if ok {
-			l := m.members[i]
-			wg.Go(func() { errs[i] = fn(i, l) })
+		if !ok {
+			continue
 		}
+		if j := last; j >= 0 {
+			l := m.members[j]
+			wg.Go(func() { errs[j] = fn(j, l) })
+		}
+		last = i
+	}
+	if last >= 0 {
+		errs[last] = fn(last, m.members[last])
 	}
 	wg.Wait()
 	return errs

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/rlock-go/rlock"
@@ -178,17 +177,64 @@ type result struct {
 	grant grant
 }
 
-// askAll asks every member in parallel, each for at most wait.
+// askAll asks every member in parallel, each in a goroutine of its own
+// and for at most wait: when wait passes or ctx ends first, it stops
+// waiting and counts the members that have not answered as failed. Such a
+// member's attempt runs on to its end (an rlock lock gives back a grant
+// that comes after its ctx ended); a grant it reported just too late is
+// released, and until then the owner's next attempt on that member waits
+// (the fence), as after a rollback.
 func (m *MultiLock) askAll(ctx context.Context, owner string, lease, wait time.Duration) []result {
 	mctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	res := make([]result, len(m.members))
-	var wg sync.WaitGroup
-	for i := range res {
-		wg.Go(func() { res[i] = m.tryMember(mctx, owner, i, lease) })
+	n := len(m.members)
+	asks := make([]ask, n)
+	answered := make(chan int, n)
+	for i := range asks {
+		asks[i].done = make(chan struct{})
+		go func() {
+			asks[i].res = m.tryMember(mctx, owner, i, lease)
+			close(asks[i].done)
+			answered <- i
+		}()
 	}
-	wg.Wait()
+	res := make([]result, n)
+	got := make([]bool, n)
+	for left := n; left > 0; left-- {
+		select {
+		case i := <-answered:
+			res[i], got[i] = asks[i].res, true
+		case <-mctx.Done():
+			for i := range asks {
+				if !got[i] {
+					res[i] = result{err: mctx.Err()}
+					m.releaseUnanswered(ctx, owner, i, &asks[i])
+				}
+			}
+			return res
+		}
+	}
 	return res
+}
+
+// ask is one member's attempt in flight: its result, once done is closed.
+type ask struct {
+	done chan struct{}
+	res  result
+}
+
+// releaseUnanswered releases, in the background, the grant of a member
+// attempt the caller stopped waiting for, if it reports one; the fence
+// keeps the owner's next attempt on that member waiting until then.
+func (m *MultiLock) releaseUnanswered(ctx context.Context, owner string, i int, a *ask) {
+	l := m.members[i]
+	uctx := context.WithoutCancel(ctx)
+	m.fence.Release(fence.Key{Owner: owner, Member: i}, func() {
+		<-a.done
+		if a.res.err == nil {
+			_ = l.Unlock(uctx) // if it fails, the lease ends the lock
+		}
+	})
 }
 
 // errNotSent is a member's failure when its attempt was not even sent.
@@ -203,7 +249,7 @@ func (m *MultiLock) tryMember(ctx context.Context, owner string, i int, lease ti
 	}
 	l := m.members[i]
 	sent := time.Now()
-	g := &core.Grant{}
+	g := &core.Grant{Inline: true} // this goroutine may be left behind: see askAll
 	gctx := core.WithGrant(ctx, g)
 	var err error
 	if ll, ok := l.(rlock.LeaseLocker); ok {

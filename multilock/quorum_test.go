@@ -3,6 +3,7 @@ package multilock_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/fair"
+	"github.com/rlock-go/rlock/internal/fence"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/multilock"
 	"github.com/rlock-go/rlock/reentrant"
@@ -271,4 +273,48 @@ type gated struct {
 func (g *gated) Unlock(ctx context.Context) error {
 	<-g.gate
 	return g.fake.Unlock(ctx)
+}
+
+// A member that answers only after the reply wait (here one that ignores
+// its ctx) costs the attempt the reply wait, not its own time; the grant it
+// reports late is released, and the owner's next attempt on that member
+// waits for that release.
+func TestLateMemberAnswerIsReleased(t *testing.T) {
+	ctx := context.Background()
+	a := &slowGrant{fake: newFake("a"), gate: make(chan struct{})}
+	b, c := newFake("b"), newFake("c")
+	m := newMulti(t, []rlock.Locker{a, b, c}, multilock.WithQuorum(2), multilock.WithReplyWait(20*time.Millisecond))
+	done := make(chan error, 1)
+	go func() { done <- m.TryLock(ctx) }()
+	select {
+	case err := <-done:
+		require.NoError(t, err) // b and c
+	case <-time.After(10 * time.Second):
+		t.Fatal("TryLock waited for a member past the reply wait")
+	}
+	require.Equal(t, 1, fence.InFlight(), "a's late answer is fenced")
+	close(a.gate) // a grants now, after the attempt stopped waiting
+	require.Eventually(t, func() bool { return fence.InFlight() == 0 }, 10*time.Second, time.Millisecond)
+	a.mu.Lock()
+	require.Len(t, a.acquired, 1)
+	require.Zero(t, a.holds, "a's late grant was kept")
+	a.mu.Unlock()
+	require.NoError(t, m.Unlock(ctx))
+}
+
+// slowGrant is a fake whose first TryLockLease ignores its ctx: it waits
+// for gate, then grants.
+type slowGrant struct {
+	*fake
+	gate chan struct{}
+	once sync.Once
+}
+
+func (s *slowGrant) TryLockLease(ctx context.Context, lease time.Duration) error {
+	s.once.Do(func() { <-s.gate })
+	return s.fake.TryLockLease(context.WithoutCancel(ctx), lease)
+}
+
+func (s *slowGrant) TryLock(ctx context.Context) error {
+	return s.TryLockLease(ctx, rlock.WatchdogMode)
 }

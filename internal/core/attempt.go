@@ -85,6 +85,13 @@ func (l *Lock) attempt(ctx context.Context, o *ownerState, req request) (outcome
 	if ctx.Done() == nil { // cannot end: no need for a goroutine
 		return l.attemptLocked(ctx, o, req, nil)
 	}
+	if inline(ctx) { // the combinator's goroutine is the background: Close waits for it
+		if !l.c.enterBackground() {
+			return outcome{}, base.ErrClosed
+		}
+		defer l.c.bg.Done()
+		return l.attemptLocked(ctx, o, req, nil)
+	}
 	type result struct {
 		out outcome
 		err error
@@ -113,6 +120,13 @@ func (l *Lock) attempt(ctx context.Context, o *ownerState, req request) (outcome
 		r := <-done
 		return r.out, r.err
 	}
+}
+
+// inline reports whether a combinator asks for the attempt to run on the
+// calling goroutine (see Grant.Inline).
+func inline(ctx context.Context) bool {
+	g := GrantFrom(ctx)
+	return g != nil && g.Inline
 }
 
 // callerWaits reports whether the caller still waits for the attempt

@@ -28,19 +28,20 @@ import (
 // watchdog (one renewal scheduler for every held lock). Create one per
 // Redis deployment and share it; it is safe for concurrent use.
 type Client struct {
-	rdb      base.Redis
-	id       string
-	tag      string // designation tag (waiters.Tag of id)
-	hub      *waiters.Hub
-	wd       *renewal.Scheduler
-	sync     *replsync.Syncer               // nil: no replica sync
-	scripter func() (redis.Scripter, error) // where scripts go: rdb or its auto-pipeliner
-	replay   time.Duration                  // lifetime of release latches
-	maxPoll  time.Duration                  // longest wait between attempts on a lock without expiry
-	closing  chan struct{}
-	closed   atomic.Bool
-	handles  atomic.Uint64 // default owner IDs
-	requests atomic.Uint64 // request IDs
+	rdb       base.Redis
+	id        string
+	tag       string // designation tag (waiters.Tag of id)
+	hub       *waiters.Hub
+	wd        *renewal.Scheduler
+	sync      *replsync.Syncer               // nil: no replica sync
+	pipeliner func() (redis.Scripter, error) // rdb's auto-pipeliner; nil: no auto-pipelining
+	inFlight  atomic.Int32                   // script calls in flight, counted with auto-pipelining only
+	replay    time.Duration                  // lifetime of release latches
+	maxPoll   time.Duration                  // longest wait between attempts on a lock without expiry
+	closing   chan struct{}
+	closed    atomic.Bool
+	handles   atomic.Uint64 // default owner IDs
+	requests  atomic.Uint64 // request IDs
 
 	log *slog.Logger
 	ev  events // the hooks of Config.Hooks
@@ -48,6 +49,7 @@ type Client struct {
 	bgMu     sync.Mutex
 	bgClosed bool           // no more background work: Close waits for bg
 	bg       sync.WaitGroup // attempts finishing after their caller's ctx ended
+	work     chan func()    // hands work to an idle background worker (see goBackground)
 
 	mu     sync.Mutex
 	owners map[ownerKey]*ownerState
@@ -87,7 +89,7 @@ func NewClient(rdb base.Redis, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	scripter, err := newScripter(rdb, cfg.AutoPipeline)
+	pipeliner, err := newPipeliner(rdb, cfg.AutoPipeline)
 	if err != nil {
 		return nil, err
 	}
@@ -95,26 +97,25 @@ func NewClient(rdb base.Redis, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	var sync *replsync.Syncer
+	c := &Client{
+		rdb:       rdb,
+		pipeliner: pipeliner,
+		id:        cfg.ID,
+		tag:       waiters.Tag(cfg.ID),
+		hub:       hub,
+		wd:        wd,
+		replay:    cfg.Replay,
+		maxPoll:   cfg.MaxPoll,
+		log:       cfg.Logger,
+		ev:        newEvents(cfg.Hooks),
+		closing:   make(chan struct{}),
+		work:      make(chan func()),
+		owners:    make(map[ownerKey]*ownerState),
+	}
 	if !cfg.NoReplicaSync {
-		if sync, err = newSyncer(rdb, cfg); err != nil {
+		if c.sync, err = newSyncer(rdb, cfg, c.busy); err != nil {
 			return nil, err
 		}
-	}
-	c := &Client{
-		rdb:      rdb,
-		scripter: scripter,
-		id:       cfg.ID,
-		tag:      waiters.Tag(cfg.ID),
-		hub:      hub,
-		wd:       wd,
-		sync:     sync,
-		replay:   cfg.Replay,
-		maxPoll:  cfg.MaxPoll,
-		log:      cfg.Logger,
-		ev:       newEvents(cfg.Hooks),
-		closing:  make(chan struct{}),
-		owners:   make(map[ownerKey]*ownerState),
 	}
 	hub.SetDesignation(c.tag, c.passOn)
 	return c, nil
@@ -160,17 +161,32 @@ func (cfg Config) withDefaults(rdb base.Redis) Config {
 	return cfg
 }
 
-// newScripter returns where a client on rdb sends its scripts: rdb, or
-// with autoPipeline its go-redis auto-pipeliner, created on first use
-// (go-redis starts its goroutines then) and kept by rdb.
-func newScripter(rdb base.Redis, autoPipeline bool) (func() (redis.Scripter, error), error) {
+// newPipeliner returns, with autoPipeline, the go-redis auto-pipeliner of
+// rdb, created on first use (go-redis starts its goroutines then) and kept
+// by rdb; nil without.
+func newPipeliner(rdb base.Redis, autoPipeline bool) (func() (redis.Scripter, error), error) {
 	if !autoPipeline {
-		return func() (redis.Scripter, error) { return rdb, nil }, nil
+		return nil, nil
 	}
 	if _, ok := rdb.(replsync.AutoPipelined); !ok {
 		return nil, fmt.Errorf("%w: auto-pipelining needs a go-redis Client, ClusterClient or Ring, not %T", base.ErrInvalidArgument, rdb)
 	}
 	return sync.OnceValues(func() (redis.Scripter, error) { return replsync.AutoPipeliner(rdb) }), nil
+}
+
+// busy reports whether another script call than the caller's is in flight
+// on the client: only then does a script go through the auto-pipeliner,
+// which hands each command to a goroutine of its own and back, a cost a
+// lone call pays for nothing.
+func (c *Client) busy() bool { return c.inFlight.Load() > 1 }
+
+// scripter returns where a script call goes: rdb, or its auto-pipeliner
+// when other calls are in flight (see busy).
+func (c *Client) scripter() (redis.Scripter, error) {
+	if c.pipeliner == nil || !c.busy() {
+		return c.rdb, nil
+	}
+	return c.pipeliner()
 }
 
 // newSyncer returns the replica syncer of a client on rdb, or nil (replica
@@ -179,7 +195,7 @@ func newScripter(rdb base.Redis, autoPipeline bool) (func() (redis.Scripter, err
 // as a warning). Without an explicit timeout, WAIT gets
 // replsync.TimeoutFor the ReadTimeout; an explicit one must be shorter than
 // the ReadTimeout.
-func newSyncer(rdb base.Redis, cfg Config) (*replsync.Syncer, error) {
+func newSyncer(rdb base.Redis, cfg Config, busy func() bool) (*replsync.Syncer, error) {
 	rt := readTimeout(rdb)
 	explicit := cfg.ReplicaSync > 0
 	timeout := cfg.ReplicaSync
@@ -192,7 +208,7 @@ func newSyncer(rdb base.Redis, cfg Config) (*replsync.Syncer, error) {
 	}
 	opts := []replsync.Option{replsync.WithTimeout(max(timeout, time.Millisecond))}
 	if cfg.AutoPipeline {
-		opts = append(opts, replsync.WithAutoPipeline())
+		opts = append(opts, replsync.WithAutoPipelineWhen(busy))
 	}
 	s, err := replsync.New(rdb, opts...)
 	switch {
@@ -333,19 +349,57 @@ func (c *Client) Close() error {
 }
 
 // goBackground runs f in a goroutine that Close waits for, and reports
-// false (running nothing) once Close has started waiting.
+// false (running nothing) once Close has started waiting. The goroutine is
+// an idle worker of the client's when there is one, or a new one, which
+// then stays for the next call until it has been idle for workerIdle:
+// handing f to a parked goroutine costs a fraction of starting one, and
+// every acquire attempt under a ctx that can end takes this path.
 func (c *Client) goBackground(f func()) bool {
+	if !c.enterBackground() {
+		return false
+	}
+	select {
+	case c.work <- f: // an idle worker took it
+	default:
+		go c.worker(f)
+	}
+	return true
+}
+
+// enterBackground counts one more piece of background work that Close
+// waits for (the caller calls c.bg.Done when it is over), and reports false
+// (counting nothing) once Close has started waiting.
+func (c *Client) enterBackground() bool {
 	c.bgMu.Lock()
 	defer c.bgMu.Unlock()
 	if c.bgClosed {
 		return false
 	}
 	c.bg.Add(1)
-	go func() {
-		defer c.bg.Done()
-		f()
-	}()
 	return true
+}
+
+// workerIdle is how long a background worker waits for more work before
+// it ends.
+const workerIdle = 10 * time.Second
+
+// worker runs f, then whatever work goBackground hands it, until it has
+// been idle for workerIdle or the client closes.
+func (c *Client) worker(f func()) {
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		f()
+		c.bg.Done()
+		idle.Reset(workerIdle)
+		select {
+		case f = <-c.work:
+		case <-idle.C:
+			return
+		case <-c.closing:
+			return
+		}
+	}
 }
 
 func (c *Client) logger() *slog.Logger { return c.log }
@@ -380,6 +434,10 @@ func (c *Client) retryOnCluster(ctx context.Context, err error) bool {
 // lock script is safe to run twice, and go-redis would otherwise keep
 // sending to a failed master until its next periodic reload.
 func (c *Client) run(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+	if c.pipeliner != nil { // count the call in flight (see busy)
+		c.inFlight.Add(1)
+		defer c.inFlight.Add(-1)
+	}
 	sc, err := c.scripter()
 	if err != nil {
 		cmd := redis.NewCmd(ctx)
@@ -452,6 +510,10 @@ func isReply(err error, prefixes ...string) bool {
 func (c *Client) runAcquire(ctx context.Context, s *redis.Script, keys []string, args ...any) (*redis.Cmd, replsync.Result, error) {
 	if c.sync == nil {
 		return c.run(ctx, s, keys, args...), replsync.Result{}, nil
+	}
+	if c.pipeliner != nil { // count the call in flight (see busy)
+		c.inFlight.Add(1)
+		defer c.inFlight.Add(-1)
 	}
 	attempt := func() (*redis.Cmd, replsync.Result, error) {
 		cmd, res, err := c.sync.Run(ctx, s, keys, args...)

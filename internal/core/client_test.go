@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -128,4 +129,74 @@ func TestReplayWindowCoversClusterResends(t *testing.T) {
 	t.Logf("%d sends reached the server; modelled at most %d", n, modelled)
 	require.LessOrEqual(t, n, int64(modelled))
 	require.Greater(t, n, int64(2), "more than the 1 + MaxRetries sends the window counted before")
+}
+
+// countingScripter counts the script calls that reach it.
+type countingScripter struct {
+	redis.Scripter
+	n atomic.Int64
+}
+
+func (s *countingScripter) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	s.n.Add(1)
+	return s.Scripter.EvalSha(ctx, sha1, keys, args...)
+}
+
+func (s *countingScripter) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	s.n.Add(1)
+	return s.Scripter.Eval(ctx, script, keys, args...)
+}
+
+// With auto-pipelining, a script call with no other in flight on the
+// client goes straight to Redis: the auto-pipeliner hands each command to
+// its goroutine and back, two wake-ups a lone caller pays for nothing. A
+// call made while another is in flight goes through the auto-pipeliner.
+func TestAutoPipelineOnlyWhenCallsOverlap(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		rdb := b.NewClient(t)
+		c, err := NewClient(rdb, Config{AutoPipeline: true, NoReplicaSync: true})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		ap, err := c.pipeliner()
+		require.NoError(t, err)
+		counted := &countingScripter{Scripter: ap}
+		c.pipeliner = func() (redis.Scripter, error) { return counted, nil }
+		s := redis.NewScript(`return 1`)
+
+		require.NoError(t, c.run(ctx, s, []string{"k"}).Err())
+		require.Zero(t, counted.n.Load(), "a lone call went through the auto-pipeliner")
+		require.Zero(t, c.inFlight.Load())
+
+		c.inFlight.Add(1) // another call in flight
+		require.NoError(t, c.run(ctx, s, []string{"k"}).Err())
+		require.EqualValues(t, 1, counted.n.Load(), "an overlapping call did not go through the auto-pipeliner")
+		c.inFlight.Add(-1)
+		require.Zero(t, c.inFlight.Load())
+	})
+}
+
+// The goroutine that ran a background job waits for the next one: an
+// attempt under a ctx that can end hands its work to it rather than start
+// a goroutine each time. Close ends it.
+func TestBackgroundWorkerIsReused(t *testing.T) {
+	b := redistest.Mini(t)
+	c, err := NewClient(b.NewClient(t), Config{})
+	require.NoError(t, err)
+	ran := make(chan struct{}, 2)
+	require.True(t, c.goBackground(func() { ran <- struct{}{} }))
+	<-ran
+	require.Eventually(t, func() bool {
+		c.bg.Add(1) // the worker counts the job done
+		select {
+		case c.work <- func() { ran <- struct{}{} }: // only an idle worker takes it
+			return true
+		default:
+			c.bg.Done()
+			return false
+		}
+	}, 5*time.Second, time.Millisecond, "no idle worker took the next job")
+	<-ran
+	require.NoError(t, c.Close())
+	require.False(t, c.goBackground(func() {}), "background work after Close")
 }

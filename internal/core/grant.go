@@ -26,6 +26,13 @@ type Grant struct {
 	// Until returns the time up to which the holding is known to
 	// last (see Lock.Until); the zero time once it ended.
 	Until func() time.Time
+	// Inline, set by the combinator before the call, runs the member's
+	// attempt on the calling goroutine even when ctx can end: the
+	// combinator calls each member in a goroutine of its own and stops
+	// waiting for it when ctx ends, so the member need not return
+	// before its reply comes. A grant that comes after ctx ended is
+	// given back before the call returns ctx's error, as always.
+	Inline bool
 }
 
 type grantKey struct{}

@@ -109,6 +109,17 @@ func WithAutoPipeline() Option {
 	}
 }
 
+// WithAutoPipelineWhen is WithAutoPipeline for the calls made while busy
+// reports true (other calls in flight, say); the others go straight to the
+// master, since the auto-pipeliner's hand-off to its own goroutine and back
+// only pays off when there is something to batch.
+func WithAutoPipelineWhen(busy func() bool) Option {
+	return func(s *Syncer) error {
+		s.autoPipeline, s.busy = true, busy
+		return nil
+	}
+}
+
 // Syncer runs scripts followed by WAIT on the master of their keys. Create
 // it with New; it is safe for concurrent use.
 type Syncer struct {
@@ -118,6 +129,7 @@ type Syncer struct {
 	refresh time.Duration
 
 	autoPipeline bool
+	busy         func() bool // nil: always auto-pipeline (with autoPipeline)
 
 	mu     sync.Mutex
 	counts map[*redis.Client]replicaCount // by master client
@@ -272,7 +284,7 @@ func (s *Syncer) runOn(ctx context.Context, m *redis.Client, asking bool, script
 		// Nothing to wait for: a plain call (EVALSHA, EVAL on NOSCRIPT),
 		// cheaper in the client than a pipeline.
 		var sc redis.Scripter = m
-		if s.autoPipeline {
+		if s.autoPipeline && (s.busy == nil || s.busy()) {
 			if sc, err = AutoPipeliner(m); err != nil {
 				return nil, Result{}, err
 			}
