@@ -130,12 +130,7 @@ func Model() porcupine.Model {
 	nm := porcupine.NondeterministicModel{
 		Init: func() []any { return []any{state{}} },
 		Step: func(st, in, out any) []any {
-			next := step(st.(state), in.(input), out.(output))
-			res := make([]any, len(next))
-			for i, n := range next {
-				res[i] = n
-			}
-			return res
+			return boxed(step(st.(state), in.(input), out.(output)))
 		},
 		DescribeOperation: func(in, out any) string {
 			i, o := in.(input), out.(output)
@@ -244,4 +239,13 @@ func CheckLinearizable(ops []Op, grace, timeout time.Duration) Result {
 		}
 	}
 	return r
+}
+
+// boxed returns states as porcupine's nondeterministic Step answers them.
+func boxed[S any](states []S) []any {
+	res := make([]any, len(states))
+	for i, st := range states {
+		res[i] = st
+	}
+	return res
 }

@@ -201,12 +201,7 @@ func RWModel() porcupine.Model {
 	nm := porcupine.NondeterministicModel{
 		Init: func() []any { return []any{rwState{}} },
 		Step: func(st, in, out any) []any {
-			next := rwStep(st.(rwState), in.(rwInput), out.(output))
-			res := make([]any, len(next))
-			for i, n := range next {
-				res[i] = n
-			}
-			return res
+			return boxed(rwStep(st.(rwState), in.(rwInput), out.(output)))
 		},
 		DescribeOperation: func(in, out any) string {
 			i, o := in.(rwInput), out.(output)
