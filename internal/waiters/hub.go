@@ -36,6 +36,7 @@ import (
 	"hash/fnv"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -120,10 +121,12 @@ type Hub struct {
 
 	// How waiters listen and releases publish, once resolved (an Auto
 	// hub on a cluster probes the servers once).
-	resolved bool
-	classic  bool   // topics subscribe classically
-	sharded  bool   // topics subscribe sharded
-	pub      string // the scripts' publish argument: "c", "s" or "cs"
+	classic bool   // topics subscribe classically
+	sharded bool   // topics subscribe sharded
+	pub     string // the scripts' publish argument: "c", "s" or "cs"
+	// final is pub once resolved, read without h.mu: every script call
+	// asks for it, so the resolved answer costs one atomic load.
+	final atomic.Pointer[string]
 
 	shards   map[string]*conn // sharded connections, by master address
 	failures int              // consecutive sharded routing failures (backoff)
@@ -269,7 +272,7 @@ func New(rdb Subscriber, mode Mode) (*Hub, error) {
 // resolveLocked fixes how the hub listens and publishes. h.mu must be
 // held (or h not yet shared).
 func (h *Hub) resolveLocked(classic, sharded bool) {
-	h.resolved, h.classic, h.sharded = true, classic, sharded
+	h.classic, h.sharded = classic, sharded
 	switch {
 	case classic && sharded:
 		h.pub = "cs"
@@ -278,6 +281,8 @@ func (h *Hub) resolveLocked(classic, sharded bool) {
 	default:
 		h.pub = "c"
 	}
+	pub := h.pub
+	h.final.Store(&pub)
 }
 
 // probeTimeout bounds the one probe of an Auto hub on a cluster.
@@ -289,20 +294,14 @@ const probeTimeout = 5 * time.Second
 // sharded pub/sub, classic for good; no answer means classic for now, and
 // the next call asks again. h.mu must not be held.
 func (h *Hub) resolve(ctx context.Context) {
-	h.mu.Lock()
-	done := h.resolved
-	h.mu.Unlock()
-	if done {
+	if h.final.Load() != nil {
 		return
 	}
 	h.probeMu.Lock() // one probe at a time, without holding h.mu
 	defer h.probeMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
 	defer cancel()
-	h.mu.Lock()
-	done = h.resolved
-	h.mu.Unlock()
-	if done {
+	if h.final.Load() != nil {
 		return
 	}
 	err := h.router.Do(ctx, "PUBSUB", "SHARDNUMSUB").Err()
@@ -324,6 +323,9 @@ func (h *Hub) resolve(ctx context.Context) {
 // scripts/publish.lua. The first call of an Auto hub on a cluster probes
 // the servers (one round trip, bounded by 5 s, not by ctx's cancellation).
 func (h *Hub) Publish(ctx context.Context) string {
+	if p := h.final.Load(); p != nil {
+		return *p
+	}
 	h.resolve(ctx)
 	h.mu.Lock()
 	defer h.mu.Unlock()
