@@ -114,12 +114,22 @@ func step(s state, in input, o output) []state {
 			return []state{s}
 		}
 	case ForceUnlock:
-		switch {
-		case out == Unknown:
-			return []state{s, {}}
-		case out == OK && o.value == 1 && s.holder != 0, out == OK && o.value == 0 && s.holder == 0:
-			return []state{{}}
-		}
+		return forceUnlocked(s, s.holder == 0, o)
+	}
+	return nil
+}
+
+// forceUnlocked returns the states a ForceUnlock answered o leaves from s,
+// in which the lock is free or not: the free state when it ran (answering
+// 1 on a held lock, 0 on a free one), s or that when its outcome is
+// unknown, none for an answer s cannot give.
+func forceUnlocked[S any](s S, free bool, o output) []S {
+	var none S
+	switch {
+	case o.outcome == Unknown:
+		return []S{s, none}
+	case o.outcome == OK && (o.value == 1 && !free || o.value == 0 && free):
+		return []S{none}
 	}
 	return nil
 }

@@ -184,12 +184,7 @@ func rwStep(s rwState, in rwInput, o output) []rwState {
 			return []rwState{s}
 		}
 	case ForceUnlock:
-		switch {
-		case out == Unknown:
-			return []rwState{s, {}}
-		case out == OK && o.value == 1 && !s.free(), out == OK && o.value == 0 && s.free():
-			return []rwState{{}}
-		}
+		return forceUnlocked(s, s.free(), o)
 	}
 	return nil
 }
