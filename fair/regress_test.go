@@ -2,8 +2,6 @@ package fair_test
 
 import (
 	"context"
-	"github.com/rlock-go/rlock"
-	"strconv"
 	"testing"
 	"time"
 
@@ -13,18 +11,6 @@ import (
 	"github.com/rlock-go/rlock/internal/redistest"
 )
 
-// warm loads every fair-lock script on c's server, so that a dropped reply
-// hits an EVALSHA that ran.
-func warm(t *testing.T, c *rlock.Client) {
-	t.Helper()
-	ctx := context.Background()
-	l := newLock(t, c, "warm:"+strconv.FormatInt(time.Now().UnixNano(), 36))
-	require.NoError(t, l.Lock(ctx))
-	require.NoError(t, l.Unlock(ctx))
-	_, err := l.ForceUnlock(ctx)
-	require.NoError(t, err)
-}
-
 // Defect 1, fair lock: a ForceUnlock that deleted nothing and whose reply
 // was lost was re-sent after another owner took the lock, and deleted it.
 func TestResentForceUnlockDoesNotDeleteNewHolder(t *testing.T) {
@@ -33,7 +19,7 @@ func TestResentForceUnlockDoesNotDeleteNewHolder(t *testing.T) {
 		name := redistest.Name(t)
 		proxy, viaProxy := b.NewProxiedClient(t)
 		c := clientOn(t, viaProxy)
-		warm(t, c)
+		redistest.LoadScripts(t, viaProxy)
 		other := newLock(t, newClient(t, b), name)
 
 		proxy.DropNextReplyThen("evalsha", func() {
@@ -61,7 +47,7 @@ func TestQueueMovesAfterUnlockWithUnknownOutcome(t *testing.T) {
 		name := redistest.Name(t)
 		proxy, viaProxy := b.NewProxiedClient(t, func(o *redis.Options) { o.MaxRetries = -1 })
 		c := clientOn(t, viaProxy)
-		warm(t, c)
+		redistest.LoadScripts(t, viaProxy)
 		l := newLock(t, c, name)
 		require.NoError(t, l.Lock(ctx))
 		require.NoError(t, l.Lock(ctx))
@@ -95,7 +81,7 @@ func TestLeaveWithLostReplyIsSentAgain(t *testing.T) {
 
 		proxy, viaProxy := b.NewProxiedClient(t, func(o *redis.Options) { o.MaxRetries = -1 })
 		c := clientOn(t, viaProxy)
-		warm(t, c)
+		redistest.LoadScripts(t, viaProxy)
 		waiter := newLock(t, c, name)
 		wctx, cancel := context.WithCancel(ctx)
 		got := make(chan error, 1)

@@ -23,18 +23,6 @@ import (
 // Regression tests for the defects of the reliability review, each named
 // after its bug.
 
-// warmScripts loads every script on c's server, so that a dropped reply
-// hits an EVALSHA that ran.
-func warmScripts(t *testing.T, c *rlock.Client) {
-	t.Helper()
-	ctx := context.Background()
-	warm := newLock(t, c, "warm:"+strconv.FormatInt(time.Now().UnixNano(), 36))
-	require.NoError(t, warm.Lock(ctx))
-	require.NoError(t, warm.Unlock(ctx))
-	_, err := warm.ForceUnlock(ctx)
-	require.NoError(t, err)
-}
-
 // Defect 1: ForceUnlock ran on a free lock and deleted nothing; its reply
 // was lost; another owner took the lock; go-redis re-sent the script, which
 // deleted the new holder's lock.
@@ -44,7 +32,7 @@ func TestResentForceUnlockDoesNotDeleteNewHolder(t *testing.T) {
 		name := redistest.Name(t)
 		proxy, viaProxy := b.NewProxiedClient(t)
 		c := clientOn(t, viaProxy)
-		warmScripts(t, c)
+		redistest.LoadScripts(t, viaProxy)
 		other := newLock(t, newClient(t, b), name)
 
 		proxy.DropNextReplyThen("evalsha", func() {
@@ -77,7 +65,7 @@ func TestNextUnlockAfterUnknownOutcomeReleases(t *testing.T) {
 		name := redistest.Name(t)
 		proxy, viaProxy := b.NewProxiedClient(t, noRetries)
 		c := clientOn(t, viaProxy)
-		warmScripts(t, c)
+		redistest.LoadScripts(t, viaProxy)
 		l := newLock(t, c, name)
 		require.NoError(t, l.Lock(ctx))
 		require.NoError(t, l.Lock(ctx))
@@ -102,7 +90,7 @@ func TestUnlockAfterLostReentryReplyReleases(t *testing.T) {
 		name := redistest.Name(t)
 		proxy, viaProxy := b.NewProxiedClient(t, noRetries)
 		c := clientOn(t, viaProxy)
-		warmScripts(t, c)
+		redistest.LoadScripts(t, viaProxy)
 		l := newLock(t, c, name)
 		require.NoError(t, l.Lock(ctx))
 
@@ -135,7 +123,7 @@ func TestUnlockAfterFailedCleanupOfAbandonedReentryReleases(t *testing.T) {
 		name := redistest.Name(t)
 		proxy, viaProxy := b.NewProxiedClient(t, noRetries)
 		c := clientOn(t, viaProxy)
-		warmScripts(t, c)
+		redistest.LoadScripts(t, viaProxy)
 		l := newLock(t, c, name)
 		require.NoError(t, l.Lock(ctx))
 
@@ -266,7 +254,7 @@ func TestLockReturnsAtCtxEndBehindAbandonedAttempt(t *testing.T) {
 			o.MaxRetries = -1
 		})
 		c := clientOn(t, viaProxy)
-		warmScripts(t, c)
+		redistest.LoadScripts(t, viaProxy)
 		l := newLock(t, c, name)
 		proxy.Blackhole(true)
 		t.Cleanup(func() { proxy.Blackhole(false); proxy.ResetAll() })
@@ -339,7 +327,7 @@ func TestCleanUnlockIsNotReportedAsLoss(t *testing.T) {
 		name := redistest.Name(t)
 		proxy, viaProxy := b.NewProxiedClient(t)
 		c := clientOn(t, viaProxy, shortWatchdog(300*time.Millisecond))
-		warmScripts(t, c)
+		redistest.LoadScripts(t, viaProxy)
 		l := newLock(t, c, name)
 		require.NoError(t, l.Lock(ctx))
 
@@ -420,7 +408,7 @@ func TestLockKeepsTryingThroughTransientErrors(t *testing.T) {
 			o.MaxRetries = -1
 		})
 		c := clientOn(t, viaProxy)
-		warmScripts(t, c)
+		redistest.LoadScripts(t, viaProxy)
 		holder := newLock(t, newClient(t, b), name)
 		require.NoError(t, holder.LockLease(ctx, time.Minute))
 
@@ -500,7 +488,7 @@ func TestResentUnlockAfterAnotherOwnersCycle(t *testing.T) {
 		name := redistest.Name(t)
 		proxy, viaProxy := b.NewProxiedClient(t)
 		c := clientOn(t, viaProxy)
-		warmScripts(t, c)
+		redistest.LoadScripts(t, viaProxy)
 		l := newLock(t, c, name)
 		other := newLock(t, newClient(t, b), name)
 		require.NoError(t, l.Lock(ctx))
@@ -580,7 +568,7 @@ func TestHoldCountAfterUnknownAcquireSettlesFirst(t *testing.T) {
 		name := redistest.Name(t)
 		proxy, viaProxy := b.NewProxiedClient(t, func(o *redis.Options) { o.MaxRetries = -1 })
 		c := clientOn(t, viaProxy)
-		warmScripts(t, c)
+		redistest.LoadScripts(t, viaProxy)
 		l := newLock(t, c, name)
 		proxy.DropReplies("$", 2) // the acquire's reply, then the settling read's
 		require.Error(t, l.TryLock(ctx), "the reply was lost")
