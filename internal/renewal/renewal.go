@@ -93,6 +93,10 @@ type Scheduler struct {
 	cohorts cohortHeap // the leases by when they run out (see expiry.go)
 	lastAdd *cohort    // the cohort of the latest Add
 	running bool       // the loop goroutine exists
+	// wakeAt is when the running loop's timer fires next (set by the loop
+	// under mu): an Add whose lease runs out no earlier needs no wake-up,
+	// which spares a goroutine switch per Lock.
+	wakeAt time.Time
 	wake    chan struct{}
 	closing chan struct{}
 	closed  bool
@@ -201,13 +205,15 @@ func (s *Scheduler) Add(key, field string, sent time.Time, lost func(error)) *Le
 		lost(fmt.Errorf("%w: %w", base.ErrLockLost, base.ErrClosed))
 		return l
 	}
-	earlier := s.register(l, sent.Add(s.lease))
+	expires := sent.Add(s.lease)
+	earlier := s.register(l, expires)
 	switch {
 	case !s.running:
 		s.running = true
+		s.wakeAt = time.Time{}
 		s.wg.Add(1)
 		go newLoop(s).run()
-	case earlier: // the loop's timer may be set later
+	case earlier && (s.wakeAt.IsZero() || expires.Before(s.wakeAt)): // the loop's timer is set later
 		select {
 		case s.wake <- struct{}{}:
 		default:
