@@ -35,10 +35,11 @@ end
 -- registered clients other than skip, those registered least recently
 -- first, then msg, and returns how many it designated. With none, msg
 -- alone wakes one waiter in every client, as any undesignated "0" does.
-local function designate(registry, channel, msg, how, n, skip)
+-- exists is true when the caller has seen that registry exists.
+local function designate(registry, channel, msg, how, n, skip, exists)
   n = tonumber(n) or 0
   local named = 0
-  if registry and n > 0 and redis.call('EXISTS', registry) == 1 then
+  if registry and n > 0 and (exists or redis.call('EXISTS', registry) == 1) then
     redis.call('ZREMRANGEBYSCORE', registry, '-inf', '(' .. now_ms())
     for _, tag in ipairs(redis.call('ZRANGE', registry, 0, n)) do
       if tag ~= skip and named < n then

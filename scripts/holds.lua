@@ -50,24 +50,24 @@ local function grant(hash, owner, lease)
   redis.call('PEXPIRE', hash, lease)
 end
 
--- released_by reports whether latch records that request's last release
--- ran. A latch is one key per owner of a lock, holding the request ID of
--- the owner's last last-release (the key lives the replay window from that
--- release): since the client serialises an owner's calls on a lock, the
--- only request whose re-sends the owner still waits for is its latest, so
--- one record per owner is enough, and the latches of a lock number its
--- recent owners, not its releases. Without request (a caller that passes
--- a latch key of its own per request), any record counts.
-local function released_by(latch, request)
-  local v = redis.call('GET', latch)
+-- ran_by reports whether latched, the value of an owner's latch (false
+-- when there is none), records that request's last release ran. A latch is
+-- one key per owner of a lock, holding the request ID of the owner's last
+-- last-release (the key lives the replay window from that release): since
+-- the client serialises an owner's calls on a lock, the only request whose
+-- re-sends the owner still waits for is its latest, so one record per owner
+-- is enough, and the latches of a lock number its recent owners, not its
+-- releases. Without request (a caller that passes a latch key of its own
+-- per request), any record counts.
+local function ran_by(latched, request)
   if request then
-    return v == request
+    return latched == request
   end
-  return v ~= false
+  return latched ~= false
 end
 
 -- set_latch records in latch that request's last release ran, for ttl
--- milliseconds (see released_by).
+-- milliseconds (see ran_by).
 local function set_latch(latch, request, ttl)
   redis.call('SET', latch, request or '1', 'PX', ttl)
 end
@@ -76,19 +76,27 @@ end
 -- returns the release script's reply when that is all there is to do:
 -- {0, holds} while holds remain (the lease extended), {-1, 0} when the
 -- owner holds nothing, {1, 0} when this request's last release already ran
--- (its latch says so, see released_by). It returns nil when this was the
--- last hold: the caller then deletes the lock, wakes a waiter, sets the
--- latch (set_latch) and replies {1, 0}.
-local function release(hash, owner, sent, lease, latch, request)
+-- (its latch says so, see ran_by). It returns nil when this was the last
+-- hold: the caller then deletes the lock, wakes a waiter, sets the latch
+-- (set_latch) and replies {1, 0}. latched and stored are the latch's value
+-- (GET) and the owner's field (HGET) when the caller has read them, or nil
+-- to read them here.
+local function release(hash, owner, sent, lease, latch, request, latched, stored)
+  if latched == nil then
+    latched = redis.call('GET', latch)
+  end
   -- The owner's latch names its latest last release: a copy of that
   -- request is answered from it first, even when it arrives (very late)
   -- after the owner took the lock again, which it must not release.
-  if request and released_by(latch, request) then
+  if request and ran_by(latched, request) then
     return {1, 0}
   end
-  local held = holds_of(hash, owner)
+  if stored == nil then
+    stored = redis.call('HGET', hash, owner)
+  end
+  local held = tonumber(stored or '0') or 0
   if held <= 0 then
-    if released_by(latch, request) then
+    if ran_by(latched, request) then
       return {1, 0}
     end
     return {-1, 0}

@@ -1,5 +1,6 @@
 -- Acquire one hold of a reentrant lock (Redisson RLock layout). Uses the
--- prelude holds.lua.
+-- preludes holds.lua, clock.lua, publish.lua and designate.lua, which go
+-- after the fast path (at the preludes line).
 -- KEYS[1]  the lock hash; field = owner, value = hold count
 -- KEYS[2]  the lock's fencing token counter (same hash slot)
 -- ARGV[1]  lease in milliseconds
@@ -17,6 +18,22 @@
 --          {-1, 0}            the owner's holds are gone (ARGV[3] > 0 but no
 --                             field): lost, never passed off as a re-entry
 --
+-- The fast path: a free lock taken by a new owner whose client has no
+-- other call waiting for it (ARGV[6] is not "1"), before the preludes are
+-- defined below (see lua.preludesHere): the first branch below, inlined.
+if ARGV[6] ~= '1' and tonumber(ARGV[3]) == 0 and redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('HSET', KEYS[1], ARGV[2], 1)
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  if ARGV[5] and ARGV[5] ~= '' then
+    redis.call('ZREM', KEYS[3], ARGV[5])
+  end
+  if ARGV[4] == '1' then
+    return {1, 1, redis.call('INCR', KEYS[2])}
+  end
+  return {1, 1, 0}
+end
+--@preludes
+
 -- A waiting call's grant moves its client to the back of the registry when
 -- it has other waiters (they were served least recently no more), and takes
 -- it out otherwise, so that no release designates a client without waiters.

@@ -3,7 +3,7 @@
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the lock's channel, redisson_rwlock:{name}
 -- KEYS[3]  the latch key: the owner's with ARGV[7], else this request's
---          (same hash slot; see released_by)
+--          (same hash slot; see ran_by)
 -- ARGV[1]  lease in milliseconds, kept at least while holds remain
 -- ARGV[2]  the writer's field "<clientID>:<ownerID>:write"
 -- ARGV[3]  the writer's hold count as the client last saw it

@@ -1,8 +1,9 @@
 -- Release one hold of a reentrant lock. Uses the preludes holds.lua,
--- clock.lua, publish.lua and designate.lua.
+-- clock.lua, publish.lua and designate.lua, which go after the fast path
+-- (at the preludes line).
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the lock's unlock channel
--- KEYS[3]  the owner's latch key (same hash slot as KEYS[1]; see released_by)
+-- KEYS[3]  the owner's latch key (same hash slot as KEYS[1]; see ran_by)
 -- ARGV[1]  lease in milliseconds, restored while holds remain
 -- ARGV[2]  owner field
 -- ARGV[3]  the owner's hold count as the client last saw it
@@ -21,11 +22,32 @@
 -- Replays are answered without a second effect: the last release records
 -- its request in the owner's short-lived latch, and a decrement that
 -- already ran shows as a stored count one below the client's count.
-local reply = release(KEYS[1], ARGV[2], ARGV[3], ARGV[1], KEYS[3], ARGV[7])
+--
+-- The fast path, before the preludes are defined (see lua.preludesHere):
+-- the owner's last hold, its latch not naming this request, and no rlock
+-- client registered as waiting (nobody to designate). What it reads is
+-- handed to the slow path, which then does not read it again.
+local latched = redis.call('GET', KEYS[3])
+local stored = redis.call('HGET', KEYS[1], ARGV[2])
+local registered = KEYS[4] ~= nil and (tonumber(ARGV[8]) or 0) > 0 and redis.call('EXISTS', KEYS[4]) == 1
+if latched ~= ARGV[7] and stored == '1' and tonumber(ARGV[3]) == 1 and not registered then
+  redis.call('DEL', KEYS[1])
+  if ARGV[6] ~= 's' then
+    redis.call('PUBLISH', KEYS[2], ARGV[4])
+  end
+  if ARGV[6] == 's' or ARGV[6] == 'cs' then
+    redis.call('SPUBLISH', KEYS[2], ARGV[4])
+  end
+  redis.call('SET', KEYS[3], ARGV[7], 'PX', ARGV[5])
+  return {1, 0}
+end
+--@preludes
+
+local reply = release(KEYS[1], ARGV[2], ARGV[3], ARGV[1], KEYS[3], ARGV[7], latched, stored)
 if reply then
   return reply
 end
 redis.call('DEL', KEYS[1])
-designate(KEYS[4], KEYS[2], ARGV[4], ARGV[6], ARGV[8], nil)
+designate(registered and KEYS[4] or nil, KEYS[2], ARGV[4], ARGV[6], ARGV[8], nil, true)
 set_latch(KEYS[3], ARGV[7], ARGV[5])
 return {1, 0}

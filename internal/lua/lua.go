@@ -29,12 +29,29 @@ func code(lua string) string {
 	b.Grow(len(lua))
 	for line := range strings.Lines(lua) {
 		t := strings.TrimSpace(line)
-		if t == "" || strings.HasPrefix(t, "--") {
+		if t != preludesHere && (t == "" || strings.HasPrefix(t, "--")) {
 			continue
 		}
 		b.WriteString(line)
 	}
 	return b.String()
+}
+
+// preludesHere is a line of a script file that ends its fast path: the
+// preludes go there rather than in front. Redis runs a script's whole body
+// on every call, and defining the preludes' functions costs about as much
+// as a command; a call that returns in the fast path does not pay for it.
+// The fast path must therefore use none of the preludes' functions.
+const preludesHere = "--@preludes"
+
+// splice puts prelude into script: just after its preludesHere line
+// (which stays, so that a prelude spliced next goes before this one, as
+// it would in front) or, without one, in front.
+func splice(prelude, script string) string {
+	if fast, rest, ok := strings.Cut(script, preludesHere+"\n"); ok {
+		return fast + preludesHere + "\n" + prelude + "\n" + rest
+	}
+	return prelude + "\n" + script
 }
 
 var (
@@ -46,17 +63,17 @@ var (
 	designateSrc  = src("designate")
 )
 
-func withHolds(name string) string { return holdsSrc + "\n" + src(name) }
+func withHolds(name string) string { return splice(holdsSrc, src(name)) }
 
 // rw builds a read-write-lock script (and renew.lua, which serves that
 // kind too): the preludes publish.lua, holds.lua, clock.lua and
 // rw_common.lua, then the script itself.
 func rw(name string) *redis.Script {
-	return redis.NewScript(withPublish(holdsSrc + "\n" + clockSrc + "\n" + rwCommonSrc + "\n" + src(name)))
+	return redis.NewScript(withPublish(splice(holdsSrc+"\n"+clockSrc+"\n"+rwCommonSrc, src(name))))
 }
 
 // withPublish prepends publish.lua, for scripts that wake waiters.
-func withPublish(s string) string { return publishSrc + "\n" + s }
+func withPublish(s string) string { return splice(publishSrc, s) }
 
 var (
 	// Lock acquires one hold of a reentrant lock (see lock.lua).
@@ -113,12 +130,14 @@ var (
 // reentrant builds a script that may register waiters or designate a
 // client to wake one: the preludes clock.lua, publish.lua and
 // designate.lua, then src.
-func reentrant(src string) *redis.Script {
-	return redis.NewScript(clockSrc + "\n" + withPublish(designateSrc+"\n"+src))
+func reentrant(src string) *redis.Script { return redis.NewScript(reentrantSrc(src)) }
+
+func reentrantSrc(src string) string {
+	return splice(clockSrc, withPublish(splice(designateSrc, src)))
 }
 
 func fair(src string) *redis.Script {
-	return redis.NewScript(clockSrc + "\n" + withPublish(fairCommonSrc+"\n"+src))
+	return redis.NewScript(splice(clockSrc, withPublish(splice(fairCommonSrc, src))))
 }
 
 // All lists every script, for preloading (SCRIPT LOAD) on each server.
