@@ -96,7 +96,7 @@ type Scheduler struct {
 	// wakeAt is when the running loop's timer fires next (set by the loop
 	// under mu): an Add whose lease runs out no earlier needs no wake-up,
 	// which spares a goroutine switch per Lock.
-	wakeAt time.Time
+	wakeAt  time.Time
 	wake    chan struct{}
 	closing chan struct{}
 	closed  bool
