@@ -30,7 +30,8 @@
 local latched = redis.call('GET', KEYS[3])
 local stored = redis.call('HGET', KEYS[1], ARGV[2])
 local registered = KEYS[4] ~= nil and (tonumber(ARGV[8]) or 0) > 0 and redis.call('EXISTS', KEYS[4]) == 1
-if latched ~= ARGV[7] and stored == '1' and tonumber(ARGV[3]) == 1 and not registered then
+local ran = latched ~= false and (not ARGV[7] or latched == ARGV[7]) -- ran_by, inlined
+if not ran and stored == '1' and tonumber(ARGV[3]) == 1 and not registered then
   redis.call('DEL', KEYS[1])
   if ARGV[6] ~= 's' then
     redis.call('PUBLISH', KEYS[2], ARGV[4])
@@ -38,7 +39,7 @@ if latched ~= ARGV[7] and stored == '1' and tonumber(ARGV[3]) == 1 and not regis
   if ARGV[6] == 's' or ARGV[6] == 'cs' then
     redis.call('SPUBLISH', KEYS[2], ARGV[4])
   end
-  redis.call('SET', KEYS[3], ARGV[7], 'PX', ARGV[5])
+  redis.call('SET', KEYS[3], ARGV[7] or '1', 'PX', ARGV[5]) -- set_latch, inlined
   return {1, 0}
 end
 --@preludes

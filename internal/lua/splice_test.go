@@ -1,6 +1,7 @@
 package lua
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -10,10 +11,11 @@ import (
 // Preludes spliced at the marker keep the order they would have in front
 // (the last spliced first), after the fast path.
 func TestSpliceKeepsPreludeOrderAfterFastPath(t *testing.T) {
-	script := "fast\n" + preludesHere + "\nslow\n"
-	got := splice("outer", splice("inner", script))
-	require.Equal(t, "fast\n"+preludesHere+"\nouter\ninner\nslow\n", got)
-	require.Equal(t, "outer\ninner\nbody\n", splice("outer", splice("inner", "body\n")))
+	outer, inner := "local outer = 1\n", "local inner = outer\n"
+	script := "fast\n" + preludesHere + "\nreturn inner\n"
+	got := splice(outer, splice(inner, script))
+	require.Equal(t, "fast\n"+preludesHere+"\n"+outer+"\n"+inner+"\nreturn inner\n", got)
+	require.Equal(t, outer+"\n"+inner+"\nreturn inner\n", splice(outer, splice(inner, "return inner\n")))
 }
 
 // The reentrant lock's uncontended calls return before any prelude
@@ -29,4 +31,37 @@ func TestReentrantFastPathsComeBeforePreludes(t *testing.T) {
 			require.NotContains(t, fast, f, "%s's fast path uses the prelude function %s", name, f)
 		}
 	}
+}
+
+// Every script defines only the prelude definitions it uses, and every
+// prelude name it uses is defined before use.
+func TestScriptsDefineOnlyThePreludesTheyUse(t *testing.T) {
+	preludes := holdsSrc + clockSrc + publishSrc + fairCommonSrc + rwCommonSrc + designateSrc
+	var names []string
+	for line := range strings.Lines(preludes) {
+		if m := definition.FindStringSubmatch(line); m != nil {
+			names = append(names, m[1])
+		}
+	}
+	for s, src := range assembled {
+		name := s.Hash()
+		for _, n := range names {
+			def := regexp.MustCompile(`(?m)^local (function )?` + n + `\b`)
+			use := regexp.MustCompile(`\b` + n + `\b`)
+			loc := def.FindStringIndex(src)
+			if loc == nil {
+				require.False(t, use.MatchString(src), "%s uses %s without defining it", name, n)
+				continue
+			}
+			rest := src[loc[1]:]
+			require.True(t, use.MatchString(rest), "%s defines %s but never uses it", name, n)
+		}
+	}
+}
+
+func TestUsedKeepsWhatIsUsedTransitively(t *testing.T) {
+	prelude := "local function a()\n  return 1\nend\nlocal function b()\n  return a()\nend\nlocal c = 3\n"
+	require.Equal(t, "local function a()\n  return 1\nend\nlocal function b()\n  return a()\nend\n", used(prelude, "return b()\n"))
+	require.Equal(t, "local c = 3\n", used(prelude, "return c\n"))
+	require.Empty(t, used(prelude, "return 0\n"))
 }
