@@ -251,7 +251,7 @@ func parseAcquireReply(res []int64) (acquireReply, bool) {
 // sync when it is on, and parses its reply.
 func (l *Lock) sendAcquire(ctx context.Context, o *ownerState, lease time.Duration, req request) (acquireReply, error) {
 	call := l.kind.acquire(o.key.field, o.count, lease, req.queue, l.c.publishArg(ctx), l.c.registration(req))
-	cmd, sync, syncErr := l.c.runAcquire(context.WithoutCancel(ctx), call.script, call.keys, call.args...)
+	cmd, sync, syncErr := l.c.runAcquire(detached(ctx), call.script, call.keys, call.args...)
 	res, err := cmd.Int64Slice()
 	if err != nil {
 		return acquireReply{}, err

@@ -538,3 +538,14 @@ func (c *Client) runAcquire(ctx context.Context, s *redis.Script, keys []string,
 func (c *Client) requestID() string {
 	return c.id + ":" + strconv.FormatUint(c.requests.Add(1), 36)
 }
+
+// detached returns ctx without its cancellation, for a script call whose
+// outcome must be known even when the caller gives up (the call then
+// settles in the background). A ctx that can never end is returned as it
+// is, sparing an allocation on every uncontended call.
+func detached(ctx context.Context) context.Context {
+	if ctx.Done() == nil {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
+}

@@ -86,7 +86,7 @@ func (l *Lock) protect(o *ownerState, watchdogMode bool, sent time.Time, ttl tim
 // renew sets the TTL of o's holds to ttl and reports whether the owner
 // still holds the lock.
 func (l *Lock) renew(ctx context.Context, o *ownerState, ttl time.Duration) (bool, error) {
-	res, err := l.c.runCall(context.WithoutCancel(ctx), l.kind.renew(o.key.field, ttl)).Int64Slice()
+	res, err := l.c.runCall(detached(ctx), l.kind.renew(o.key.field, ttl)).Int64Slice()
 	if err == nil && len(res) != 1 {
 		err = fmt.Errorf("%w: renew script replied %v", base.ErrUnexpectedReply, res)
 	}

@@ -89,7 +89,7 @@ func (l *Lock) releaseLocked(ctx context.Context, o *ownerState) error {
 	}
 	sent := time.Now()
 	call := l.kind.release(o.key.field, o.count, lease, l.latchOf(o), l.c.publishArg(ctx))
-	res, err := l.c.runCall(context.WithoutCancel(ctx), call).Int64Slice()
+	res, err := l.c.runCall(detached(ctx), call).Int64Slice()
 	kind, left, ok := parseReleaseReply(res)
 	if err == nil && !ok {
 		err = fmt.Errorf("%w: release script replied %v", base.ErrUnexpectedReply, res)
@@ -148,7 +148,7 @@ func (l *Lock) settleLocked(ctx context.Context, o *ownerState) error {
 	if !o.unsure {
 		return nil
 	}
-	n, err := l.serverHolds(context.WithoutCancel(ctx), o.key.field)
+	n, err := l.serverHolds(detached(ctx), o.key.field)
 	if err != nil {
 		return fmt.Errorf("rlock: %q: settling an earlier call whose outcome is unknown: %w", l.name, err)
 	}
@@ -240,7 +240,7 @@ func (l *Lock) forceUnlock(ctx context.Context, expect ...any) (int64, error) {
 		return 0, err
 	}
 	call := l.kind.forceUnlock(l.latchKey(), l.c.replay, l.c.publishArg(ctx))
-	n, err := l.c.runCall(context.WithoutCancel(ctx), call, expect...).Int64()
+	n, err := l.c.runCall(detached(ctx), call, expect...).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("rlock: force-unlocking %q: %w", l.name, err)
 	}

@@ -116,7 +116,7 @@ func (c *Client) ForceUnlockRW(ctx context.Context, name string, holders ...stri
 		args = append(args, strings.Join(sorted, "\n"))
 	}
 	keys := []string{name, base.RWChannel(name), latch}
-	n, err := c.run(context.WithoutCancel(ctx), lua.RWForceUnlock, keys, args...).Int64()
+	n, err := c.run(detached(ctx), lua.RWForceUnlock, keys, args...).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("rlock: force-unlocking %q: %w", name, err)
 	}
