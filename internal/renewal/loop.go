@@ -107,6 +107,7 @@ func (lp *loop) next() (time.Time, bool) {
 			next = earliest(next, r.deadline)
 		}
 	}
+	s.wakeAt = next
 	return next, false
 }
 

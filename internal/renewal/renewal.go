@@ -93,6 +93,7 @@ type Scheduler struct {
 	cohorts cohortHeap // the leases by when they run out (see expiry.go)
 	lastAdd *cohort    // the cohort of the latest Add
 	running bool       // the loop goroutine exists
+	wakeAt  time.Time  // when the loop's timer fires, as of its last plan (next); zero before its first
 	wake    chan struct{}
 	closing chan struct{}
 	closed  bool
@@ -201,13 +202,19 @@ func (s *Scheduler) Add(key, field string, sent time.Time, lost func(error)) *Le
 		lost(fmt.Errorf("%w: %w", base.ErrLockLost, base.ErrClosed))
 		return l
 	}
-	earlier := s.register(l, sent.Add(s.lease))
+	expires := sent.Add(s.lease)
+	earlier := s.register(l, expires)
 	switch {
 	case !s.running:
 		s.running = true
+		s.wakeAt = time.Time{}
 		s.wg.Add(1)
 		go newLoop(s).run()
-	case earlier: // the loop's timer may be set later
+	case earlier && expires.Before(s.wakeAt):
+		// The loop's timer is set later: wake it. Otherwise (its next
+		// tick comes first, as it does for a fresh lease) the loop plans
+		// anew when its timer fires, and waking it would cost a goroutine
+		// switch per Add for nothing.
 		select {
 		case s.wake <- struct{}{}:
 		default:
