@@ -10,7 +10,8 @@ import (
 
 // --- RedLock floors (scenario 5) ---------------------------------------------
 // Not libraries: the least work a RedLock over five nodes can do, asking
-// every node in parallel with plain goroutines, no retry bookkeeping, no
+// every node in parallel (with plain goroutines, or with one parked
+// goroutine per node, as rlock's RedLock does), no retry bookkeeping, no
 // validity check, no error reporting beyond the first. They show where
 // redsync and rlock's RedLock stand against what their data layouts cost.
 //
@@ -50,17 +51,29 @@ return 1`)
 )
 
 // redlockFloorProcess is one client of a RedLock floor: one go-redis
-// client per node.
+// client per node and, with workers, one parked goroutine per node that
+// makes that node's calls (rlock's RedLock hands them to its clients'
+// background workers likewise); without, a new goroutine per call.
 type redlockFloorProcess struct {
 	rdbs     []*redis.Client
 	redisson bool
+	work     []chan func() // by node, with workers
 }
 
-func openRedlockFloor(redisson bool) func(context.Context, []string, *runStats) (process, error) {
+func openRedlockFloor(redisson, workers bool) func(context.Context, []string, *runStats) (process, error) {
 	return func(_ context.Context, addrs []string, st *runStats) (process, error) {
 		p := &redlockFloorProcess{redisson: redisson}
 		for _, a := range addrs {
 			p.rdbs = append(p.rdbs, newRedis(a, st))
+			if workers {
+				w := make(chan func())
+				p.work = append(p.work, w)
+				go func() {
+					for f := range w {
+						f()
+					}
+				}()
+			}
 		}
 		return p, nil
 	}
@@ -75,6 +88,9 @@ func (p *redlockFloorProcess) mutex(name string) (mutex, error) {
 }
 
 func (p *redlockFloorProcess) close() error {
+	for _, w := range p.work {
+		close(w)
+	}
 	var errs []error
 	for _, r := range p.rdbs {
 		errs = append(errs, r.Close())
@@ -95,7 +111,15 @@ func (m *redlockFloorMutex) all(fn func(*redis.Client) (bool, error)) (int, erro
 	errs := make([]error, len(m.p.rdbs))
 	var wg sync.WaitGroup
 	for i, rdb := range m.p.rdbs {
-		wg.Go(func() { oks[i], errs[i] = fn(rdb) })
+		if m.p.work == nil {
+			wg.Go(func() { oks[i], errs[i] = fn(rdb) })
+			continue
+		}
+		wg.Add(1)
+		m.p.work[i] <- func() {
+			defer wg.Done()
+			oks[i], errs[i] = fn(rdb)
+		}
 	}
 	wg.Wait()
 	n := 0

@@ -130,13 +130,27 @@ redis.call('publish', KEYS[2], ARGV[1])
 return 1`)
 )
 
-// all runs fn on every node in parallel, one goroutine each, and returns
-// the first error.
+// all runs fn on every node in parallel, a new goroutine each, and
+// returns the first error.
 func (n nodes) all(fn func(*redis.Client) error) error {
+	return n.allOn(nil, fn)
+}
+
+// allOn is all with fn run on the parked worker goroutines work, one per
+// node (see workers), instead of new ones when work is not nil.
+func (n nodes) allOn(work []chan func(), fn func(*redis.Client) error) error {
 	errs := make([]error, len(n.rdbs))
 	var wg sync.WaitGroup
 	for i, rdb := range n.rdbs {
-		wg.Go(func() { errs[i] = fn(rdb) })
+		if work == nil {
+			wg.Go(func() { errs[i] = fn(rdb) })
+			continue
+		}
+		wg.Add(1)
+		work[i] <- func() {
+			defer wg.Done()
+			errs[i] = fn(rdb)
+		}
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -163,6 +177,9 @@ func (n nodes) all(fn func(*redis.Client) error) error {
 //     (redissonAcquire, redissonRelease) on the five nodes in parallel,
 //     with plain goroutines and nothing else. Not a lock library: what
 //     any Redisson-compatible RedLock costs at least.
+//   - redisson5-floor-workers: the same with one parked goroutine per
+//     node making its calls, as rlock's RedLock has its nodes' calls made
+//     by their clients' background workers: the floor of rlock's design.
 //
 // The redsync comparison itself lives in the benchmarks module (redsync
 // must not enter this module's go.mod).
@@ -226,26 +243,48 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			})
 		})
 	})
-	b.Run("redisson5-floor", func(b *testing.B) {
-		key := redistest.Name(b)
-		keys := []string{key, "redisson_lock__channel:{" + key + "}"}
-		const lease, owner = 10000, "client:1"
-		timed(b, n, func() error {
-			if err := n.all(func(rdb *redis.Client) error {
-				err := redissonAcquire.Run(ctx, rdb, keys[:1], lease, owner).Err()
-				if err == redis.Nil {
-					return nil
-				}
-				if err == nil {
-					err = rlock.ErrNotObtained
-				}
-				return err
-			}); err != nil {
-				return err
+	b.Run("redisson5-floor", func(b *testing.B) { redissonFloor(b, n, nil) })
+	b.Run("redisson5-floor-workers", func(b *testing.B) { redissonFloor(b, n, workers(b, len(n.rdbs))) })
+}
+
+// workers starts n parked goroutines, each running the functions sent on
+// its channel, until b ends.
+func workers(b *testing.B, n int) []chan func() {
+	work := make([]chan func(), n)
+	for i := range work {
+		work[i] = make(chan func())
+		go func() {
+			for f := range work[i] {
+				f()
 			}
-			return n.all(func(rdb *redis.Client) error {
-				return redissonRelease.Run(ctx, rdb, keys, 0, lease, owner).Err()
-			})
+		}()
+		b.Cleanup(func() { close(work[i]) })
+	}
+	return work
+}
+
+// redissonFloor is the redisson5-floor benchmarks: on the workers work,
+// or in new goroutines when work is nil.
+func redissonFloor(b *testing.B, n nodes, work []chan func()) {
+	ctx := context.Background()
+	key := redistest.Name(b)
+	keys := []string{key, "redisson_lock__channel:{" + key + "}"}
+	const lease, owner = 10000, "client:1"
+	timed(b, n, func() error {
+		if err := n.allOn(work, func(rdb *redis.Client) error {
+			err := redissonAcquire.Run(ctx, rdb, keys[:1], lease, owner).Err()
+			if err == redis.Nil {
+				return nil
+			}
+			if err == nil {
+				err = rlock.ErrNotObtained
+			}
+			return err
+		}); err != nil {
+			return err
+		}
+		return n.allOn(work, func(rdb *redis.Client) error {
+			return redissonRelease.Run(ctx, rdb, keys, 0, lease, owner).Err()
 		})
 	})
 }
