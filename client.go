@@ -323,8 +323,9 @@ func (c *Client) ReplicaSync() (time.Duration, bool) { return c.c.ReplicaSync() 
 
 // Close stops the watchdog and closes the pub/sub connection. It first
 // waits for acquire attempts still finishing in the background after their
-// caller's context ended (each bounded by the Redis client's timeouts).
-// Blocked Lock calls return ErrClosed; every lock still held by this
+// caller's context ended, and for the attempts and releases a MultiLock or
+// RedLock runs in parallel on this client's locks (each bounded by the
+// Redis client's timeouts). Blocked Lock calls return ErrClosed; every lock still held by this
 // client is reported lost (its Done channel closes, its Err wraps
 // ErrLockLost and ErrClosed), since nothing renews it any more: it expires
 // when its lease runs out, unless its owner still calls Unlock, which

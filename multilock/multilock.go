@@ -35,6 +35,10 @@ type MultiLock struct {
 	retryMin, retryMax time.Duration // quorum mode: Lock's retry delay
 
 	fence fence.Fence // quorum mode: releases in flight, by owner and member
+	// run, by member: runs work on a background worker of the member's
+	// client (core.Runner); nil for a member that is not one of rlock's
+	// locks. See spawn.
+	run []func(func()) bool
 
 	mu    sync.Mutex
 	holds map[string]*holding // quorum mode: by owner ID, "" the default owner
@@ -184,6 +188,9 @@ func New(locks []rlock.Locker, opts ...Option) (*MultiLock, error) {
 	}
 	if m.byVote {
 		m.quorum = cfg.quorum
+	}
+	for _, l := range m.members {
+		m.run = append(m.run, core.Runner(l))
 	}
 	m.labels = cfg.names
 	if m.labels == nil {
@@ -448,7 +455,11 @@ func (m *MultiLock) each(which []bool, fn func(int, rlock.Locker) error) []error
 		}
 		if j := last; j >= 0 {
 			l := m.members[j]
-			wg.Go(func() { errs[j] = fn(j, l) })
+			wg.Add(1)
+			m.spawn(j, func() {
+				defer wg.Done()
+				errs[j] = fn(j, l)
+			})
 		}
 		last = i
 	}
@@ -457,6 +468,17 @@ func (m *MultiLock) each(which []bool, fn func(int, rlock.Locker) error) []error
 	}
 	wg.Wait()
 	return errs
+}
+
+// spawn runs f for member i in the background: on a parked worker of the
+// member's client when it is one of rlock's locks (a new goroutine costs
+// several µs more, mostly growing its stack to a script call's depth), in
+// a goroutine of its own otherwise.
+func (m *MultiLock) spawn(i int, f func()) {
+	if run := m.run[i]; run != nil && run(f) {
+		return
+	}
+	go f()
 }
 
 // failures returns an *Error for op listing the members whose errs are

@@ -177,8 +177,8 @@ type result struct {
 	grant grant
 }
 
-// askAll asks every member in parallel, each in a goroutine of its own
-// and for at most wait: when wait passes or ctx ends first, it stops
+// askAll asks every member in parallel, each in the background (see
+// spawn) and for at most wait: when wait passes or ctx ends first, it stops
 // waiting and counts the members that have not answered as failed. Such a
 // member's attempt runs on to its end (an rlock lock gives back a grant
 // that comes after its ctx ended); a grant it reported just too late is
@@ -192,11 +192,11 @@ func (m *MultiLock) askAll(ctx context.Context, owner string, lease, wait time.D
 	answered := make(chan int, n)
 	for i := range asks {
 		asks[i].done = make(chan struct{})
-		go func() {
+		m.spawn(i, func() {
 			asks[i].res = m.tryMember(mctx, owner, i, lease)
 			close(asks[i].done)
 			answered <- i
-		}()
+		})
 	}
 	res := make([]result, n)
 	got := make([]bool, n)

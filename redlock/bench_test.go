@@ -3,6 +3,8 @@ package redlock_test
 import (
 	"context"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,12 +31,58 @@ func (l *latencies) report(b *testing.B) {
 	b.ReportMetric(pct(99), "p99-µs")
 }
 
-// timed runs op b.N times, uncontended, and reports its latencies.
-func timed(b *testing.B, op func() error) {
+// nodes are the benchmark's redis-servers, with a client on each.
+type nodes struct {
+	rdbs []*redis.Client
+}
+
+// serverCPU returns the CPU time (user + system) the servers used so far,
+// from INFO cpu, and how much of it went to running commands (the usec of
+// INFO commandstats; the rest is the servers' networking and event loop).
+func (n nodes) serverCPU(b *testing.B) (all, commands time.Duration) {
+	for _, rdb := range n.rdbs {
+		info, err := rdb.Info(context.Background(), "cpu", "commandstats").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for line := range strings.SplitSeq(info, "\n") {
+			k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+			switch {
+			case !ok:
+			case k == "used_cpu_sys" || k == "used_cpu_user":
+				s, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					b.Fatalf("INFO cpu: %q: %v", line, err)
+				}
+				all += time.Duration(s * float64(time.Second))
+			case strings.HasPrefix(k, "cmdstat_"):
+				for f := range strings.SplitSeq(v, ",") {
+					if us, ok := strings.CutPrefix(f, "usec="); ok {
+						d, err := strconv.ParseInt(us, 10, 64)
+						if err != nil {
+							b.Fatalf("INFO commandstats: %q: %v", line, err)
+						}
+						commands += time.Duration(d) * time.Microsecond
+					}
+				}
+			}
+		}
+	}
+	return all, commands
+}
+
+// timed runs op b.N times, uncontended, and reports its latencies, the
+// allocations, and the CPU time the client process and the servers spent
+// per operation (on one CPU, taskset -c 1, their sum is about the wall
+// time: what the client spends is what the servers wait for).
+func timed(b *testing.B, n nodes, op func() error) {
 	if err := op(); err != nil { // warm up: connections, script cache
 		b.Fatal(err)
 	}
+	b.ReportAllocs()
 	lat := make(latencies, 0, 1024)
+	client0 := processCPU()
+	server0, commands0 := n.serverCPU(b)
 	for b.Loop() {
 		t0 := time.Now()
 		if err := op(); err != nil {
@@ -42,32 +90,106 @@ func timed(b *testing.B, op func() error) {
 		}
 		lat = append(lat, time.Since(t0))
 	}
+	client := processCPU() - client0
+	server, commands := n.serverCPU(b)
+	server, commands = server-server0, commands-commands0
 	lat.report(b)
+	if client > 0 {
+		b.ReportMetric(float64(client.Microseconds())/float64(len(lat)), "client-cpu-µs/op")
+	}
+	b.ReportMetric(float64(server.Microseconds())/float64(len(lat)), "server-cpu-µs/op")
+	b.ReportMetric(float64(commands.Microseconds())/float64(len(lat)), "server-cmd-µs/op")
 }
 
 // floorRelease is the compare-and-delete a SET NX lock releases with.
 var floorRelease = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+
+// The least a Redisson-layout lock can send (a hash of owner fields and
+// hold counts, a PEXPIRE on it, a PUBLISH on the last release), with no
+// replay latch and no client bookkeeping: the floor of a RedLock whose
+// members are Redisson-compatible reentrant locks.
+var (
+	// redissonAcquire: KEYS[1] the lock; ARGV[1] the lease (ms), ARGV[2]
+	// the owner field. nil when granted, the lock's PTTL when not.
+	redissonAcquire = redis.NewScript(`if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+redis.call('hincrby', KEYS[1], ARGV[2], 1)
+redis.call('pexpire', KEYS[1], ARGV[1])
+return nil
+end
+return redis.call('pttl', KEYS[1])`)
+	// redissonRelease: KEYS[1] the lock, KEYS[2] its channel; ARGV[1]
+	// the message, ARGV[2] the lease (ms), ARGV[3] the owner field. nil
+	// when not held, 0 when holds remain, 1 on the last.
+	redissonRelease = redis.NewScript(`if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return nil end
+if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
+redis.call('pexpire', KEYS[1], ARGV[2])
+return 0
+end
+redis.call('del', KEYS[1])
+redis.call('publish', KEYS[2], ARGV[1])
+return 1`)
+)
+
+// all runs fn on every node in parallel, a new goroutine each, and
+// returns the first error.
+func (n nodes) all(fn func(*redis.Client) error) error {
+	return n.allOn(nil, fn)
+}
+
+// allOn is all with fn run on the parked worker goroutines work, one per
+// node (see workers), instead of new ones when work is not nil.
+func (n nodes) allOn(work []chan func(), fn func(*redis.Client) error) error {
+	errs := make([]error, len(n.rdbs))
+	var wg sync.WaitGroup
+	for i, rdb := range n.rdbs {
+		if work == nil {
+			wg.Go(func() { errs[i] = fn(rdb) })
+			continue
+		}
+		wg.Add(1)
+		work[i] <- func() {
+			defer wg.Done()
+			errs[i] = fn(rdb)
+		}
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // BenchmarkAcquireRelease: one goroutine, acquire + release, uncontended,
 // on five real redis-servers, in the same run:
 //
 //   - redlock5: RedLock with a 10 s lease over the five nodes.
 //   - redlock5-watchdog: the same in watchdog mode.
+//   - redlock5-watchdog-ctx: the same under a ctx with a 10 s deadline,
+//     as the benchmarks module's scenario 5 calls it (per-node wait 2 s).
 //   - reentrant1: a single-node reentrant lock (10 s lease) on node 0.
 //   - setnx5: the floor of a parallel-quorum Redlock, which is what
 //     redsync does: SET NX PX on the five nodes in parallel, then a
 //     compare-and-delete script on each, in parallel.
+//   - redisson5-floor: the floor of a RedLock over Redisson-layout
+//     locks: the least Redisson-layout acquire and release scripts
+//     (redissonAcquire, redissonRelease) on the five nodes in parallel,
+//     with plain goroutines and nothing else. Not a lock library: what
+//     any Redisson-compatible RedLock costs at least.
+//   - redisson5-floor-workers: the same with one parked goroutine per
+//     node making its calls, as rlock's RedLock has its nodes' calls made
+//     by their clients' background workers: the floor of rlock's design.
 //
 // The redsync comparison itself lives in the benchmarks module (redsync
 // must not enter this module's go.mod).
 func BenchmarkAcquireRelease(b *testing.B) {
-	ctx := context.Background()
-	var rdbs []*redis.Client
+	var n nodes
 	var clients []*rlock.Client
 	for range 5 {
 		s := redistest.StartServer(b)
 		rdb := s.NewClient(b)
-		rdbs = append(rdbs, rdb)
+		n.rdbs = append(n.rdbs, rdb)
 		c, err := rlock.NewClient(rdb)
 		if err != nil {
 			b.Fatal(err)
@@ -76,14 +198,16 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		clients = append(clients, c)
 	}
 	for _, v := range []struct {
-		name string
-		open func(name string) (rlock.Locker, error)
+		name     string
+		deadline bool
+		open     func(name string) (rlock.Locker, error)
 	}{
-		{"redlock5", func(name string) (rlock.Locker, error) {
+		{"redlock5", false, func(name string) (rlock.Locker, error) {
 			return redlock.New(clients, name, redlock.WithLease(10*time.Second))
 		}},
-		{"redlock5-watchdog", func(name string) (rlock.Locker, error) { return redlock.New(clients, name) }},
-		{"reentrant1", func(name string) (rlock.Locker, error) {
+		{"redlock5-watchdog", false, func(name string) (rlock.Locker, error) { return redlock.New(clients, name) }},
+		{"redlock5-watchdog-ctx", true, func(name string) (rlock.Locker, error) { return redlock.New(clients, name) }},
+		{"reentrant1", false, func(name string) (rlock.Locker, error) {
 			return reentrant.New(clients[0], name, reentrant.WithLease(10*time.Second))
 		}},
 	} {
@@ -92,7 +216,12 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			timed(b, func() error {
+			timed(b, n, func() error {
+				ctx, cancel := context.Background(), context.CancelFunc(func() {})
+				if v.deadline {
+					ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+				}
+				defer cancel()
 				if err := l.Lock(ctx); err != nil {
 					return err
 				}
@@ -100,31 +229,62 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			})
 		})
 	}
+	ctx := context.Background()
 	b.Run("setnx5", func(b *testing.B) {
 		key := redistest.Name(b)
-		all := func(fn func(*redis.Client) error) error {
-			errs := make([]error, len(rdbs))
-			var wg sync.WaitGroup
-			for i, rdb := range rdbs {
-				wg.Go(func() { errs[i] = fn(rdb) })
-			}
-			wg.Wait()
-			for _, err := range errs {
-				if err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-		timed(b, func() error {
-			if err := all(func(rdb *redis.Client) error {
+		timed(b, n, func() error {
+			if err := n.all(func(rdb *redis.Client) error {
 				return rdb.SetNX(ctx, key, "token", 10*time.Second).Err()
 			}); err != nil {
 				return err
 			}
-			return all(func(rdb *redis.Client) error {
+			return n.all(func(rdb *redis.Client) error {
 				return floorRelease.Run(ctx, rdb, []string{key}, "token").Err()
 			})
+		})
+	})
+	b.Run("redisson5-floor", func(b *testing.B) { redissonFloor(b, n, nil) })
+	b.Run("redisson5-floor-workers", func(b *testing.B) { redissonFloor(b, n, workers(b, len(n.rdbs))) })
+}
+
+// workers starts n parked goroutines, each running the functions sent on
+// its channel, until b ends.
+func workers(b *testing.B, n int) []chan func() {
+	work := make([]chan func(), n)
+	for i := range work {
+		work[i] = make(chan func())
+		go func() {
+			for f := range work[i] {
+				f()
+			}
+		}()
+		b.Cleanup(func() { close(work[i]) })
+	}
+	return work
+}
+
+// redissonFloor is the redisson5-floor benchmarks: on the workers work,
+// or in new goroutines when work is nil.
+func redissonFloor(b *testing.B, n nodes, work []chan func()) {
+	ctx := context.Background()
+	key := redistest.Name(b)
+	keys := []string{key, "redisson_lock__channel:{" + key + "}"}
+	const lease, owner = 10000, "client:1"
+	timed(b, n, func() error {
+		if err := n.allOn(work, func(rdb *redis.Client) error {
+			err := redissonAcquire.Run(ctx, rdb, keys[:1], lease, owner).Err()
+			if err == redis.Nil {
+				return nil
+			}
+			if err == nil {
+				err = rlock.ErrNotObtained
+			}
+			return err
+		}); err != nil {
+			return err
+		}
+		return n.allOn(work, func(rdb *redis.Client) error {
+			return redissonRelease.Run(ctx, rdb, keys, 0, lease, owner).Err()
 		})
 	})
 }

@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"runtime/metrics"
 	"sync"
 	"testing"
 	"time"
@@ -362,4 +363,37 @@ func TestRedLockQueriesAndCtx(t *testing.T) {
 		require.False(t, held)
 		require.ErrorIs(t, rl.Unlock(ctx), rlock.ErrLockLost)
 	})
+}
+
+// Issue 15: a RedLock's lock+unlock started a goroutine per node for the
+// attempt and one per node but one for the release, and each grew its
+// stack to a script call's depth: about a tenth of the client's CPU per
+// lock+unlock, on one CPU as much as the wall time. The nodes' attempts
+// and releases run on their clients' parked background workers instead.
+func TestLockUnlockStartsNoGoroutinePerNode(t *testing.T) {
+	each5(t, func(t *testing.T, c *cluster) {
+		rl := newRedLock(t, redistest.Name(t), c.clients(t))
+		cycle := func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			require.NoError(t, rl.Lock(ctx))
+			require.NoError(t, rl.Unlock(ctx))
+		}
+		for range 3 { // connections, scripts, workers
+			cycle()
+		}
+		const cycles = 20
+		before := goroutinesCreated()
+		for range cycles {
+			cycle()
+		}
+		require.Less(t, goroutinesCreated()-before, uint64(cycles), "goroutines started by %d lock+unlock cycles", cycles)
+	})
+}
+
+// goroutinesCreated returns how many goroutines the process has started.
+func goroutinesCreated() uint64 {
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }

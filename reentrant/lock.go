@@ -24,6 +24,16 @@ var (
 	_ rlock.LeaseLocker = (*Lock)(nil)
 )
 
+func init() {
+	core.RegisterHandles(func(v any) (*core.Lock, bool) {
+		l, ok := v.(*Lock)
+		if !ok || l == nil {
+			return nil, false
+		}
+		return l.l, true
+	})
+}
+
 // Option configures a Lock. A nil Option is ignored.
 type Option func(*config) error
 

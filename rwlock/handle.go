@@ -33,6 +33,22 @@ var (
 	_ rlock.LeaseLocker = (*WriteLock)(nil)
 )
 
+func init() {
+	core.RegisterHandles(func(v any) (*core.Lock, bool) {
+		switch h := v.(type) {
+		case *ReadLock:
+			if h != nil {
+				return h.l, true
+			}
+		case *WriteLock:
+			if h != nil {
+				return h.l, true
+			}
+		}
+		return nil, false
+	})
+}
+
 // handle holds the methods both sides share; each runs on its side's
 // holds of the caller's owner.
 type handle struct{ l *core.Lock }

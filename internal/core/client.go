@@ -316,8 +316,10 @@ func (c *Client) publishArg(ctx context.Context) string { return c.hub.Publish(c
 func (c *Client) Waiters() waiters.Stats { return c.hub.Stats() }
 
 // Close stops the watchdog and closes the pub/sub connection. It first
-// waits for acquire attempts still finishing in the background after their
-// caller's context ended (each bounded by the Redis client's timeouts).
+// waits for the background work (see goBackground and Runner): acquire
+// attempts still finishing after their caller's context ended, and a
+// combinator's member attempts and releases (each bounded by the Redis
+// client's timeouts).
 // Blocked Lock calls return ErrClosed; every lock still held by this client is reported
 // lost (its Done channel closes, its Err wraps ErrLockLost and ErrClosed),
 // since nothing renews it any more: it expires when its lease runs out.

@@ -93,10 +93,7 @@ type Scheduler struct {
 	cohorts cohortHeap // the leases by when they run out (see expiry.go)
 	lastAdd *cohort    // the cohort of the latest Add
 	running bool       // the loop goroutine exists
-	// wakeAt is when the running loop's timer fires next (set by the loop
-	// under mu): an Add whose lease runs out no earlier needs no wake-up,
-	// which spares a goroutine switch per Lock.
-	wakeAt  time.Time
+	wakeAt  time.Time  // when the loop's timer fires, as of its last plan (next); zero before its first
 	wake    chan struct{}
 	closing chan struct{}
 	closed  bool
@@ -213,7 +210,11 @@ func (s *Scheduler) Add(key, field string, sent time.Time, lost func(error)) *Le
 		s.wakeAt = time.Time{}
 		s.wg.Add(1)
 		go newLoop(s).run()
-	case earlier && (s.wakeAt.IsZero() || expires.Before(s.wakeAt)): // the loop's timer is set later
+	case earlier && expires.Before(s.wakeAt):
+		// The loop's timer is set later: wake it. Otherwise (its next
+		// tick comes first, as it does for a fresh lease) the loop plans
+		// anew when its timer fires, and waking it would cost a goroutine
+		// switch per Add for nothing.
 		select {
 		case s.wake <- struct{}{}:
 		default:

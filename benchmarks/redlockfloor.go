@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// --- RedLock floors (scenario 5) ---------------------------------------------
+// Not libraries: the least work a RedLock over five nodes can do, asking
+// every node in parallel (with plain goroutines, or with one parked
+// goroutine per node, as rlock's RedLock does), no retry bookkeeping, no
+// validity check, no error reporting beyond the first. They show where
+// redsync and rlock's RedLock stand against what their data layouts cost.
+//
+//   - SET NX PX + compare-and-delete: redsync's layout (a string key
+//     holding a random token).
+//   - Redisson layout: a hash of owner fields and hold counts with a
+//     PEXPIRE, released with HINCRBY -1 and, on the last hold, DEL and
+//     PUBLISH: the least any Redisson-compatible reentrant lock sends (no
+//     replay latch, no waiter registration, no client bookkeeping), so the
+//     least any Redisson-compatible RedLock costs.
+
+// redlockFloorName is the library name of both floors: a floor, kept apart
+// from the single-node floor the other ratios are taken against.
+const redlockFloorName = "redlock-floor"
+
+// The Redisson-layout scripts.
+var (
+	// redissonAcquire: KEYS[1] the lock; ARGV[1] the lease (ms), ARGV[2]
+	// the owner field. nil when granted, the lock's PTTL when not.
+	redissonAcquire = redis.NewScript(`if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+redis.call('hincrby', KEYS[1], ARGV[2], 1)
+redis.call('pexpire', KEYS[1], ARGV[1])
+return nil
+end
+return redis.call('pttl', KEYS[1])`)
+	// redissonRelease: KEYS[1] the lock, KEYS[2] its channel; ARGV[1] the
+	// message, ARGV[2] the lease (ms), ARGV[3] the owner field. nil when
+	// not held, 0 when holds remain, 1 on the last.
+	redissonRelease = redis.NewScript(`if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return nil end
+if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
+redis.call('pexpire', KEYS[1], ARGV[2])
+return 0
+end
+redis.call('del', KEYS[1])
+redis.call('publish', KEYS[2], ARGV[1])
+return 1`)
+)
+
+// redlockFloorProcess is one client of a RedLock floor: one go-redis
+// client per node and, with workers, one parked goroutine per node that
+// makes that node's calls (rlock's RedLock hands them to its clients'
+// background workers likewise); without, a new goroutine per call.
+type redlockFloorProcess struct {
+	rdbs     []*redis.Client
+	redisson bool
+	work     []chan func() // by node, with workers
+}
+
+func openRedlockFloor(redisson, workers bool) func(context.Context, []string, *runStats) (process, error) {
+	return func(_ context.Context, addrs []string, st *runStats) (process, error) {
+		p := &redlockFloorProcess{redisson: redisson}
+		for _, a := range addrs {
+			p.rdbs = append(p.rdbs, newRedis(a, st))
+			if workers {
+				w := make(chan func())
+				p.work = append(p.work, w)
+				go func() {
+					for f := range w {
+						f()
+					}
+				}()
+			}
+		}
+		return p, nil
+	}
+}
+
+func (p *redlockFloorProcess) mutex(name string) (mutex, error) {
+	m := &redlockFloorMutex{p: p, keys: []string{name, "redisson_lock__channel:{" + name + "}"}, token: randomToken()}
+	if p.redisson {
+		m.token = randomToken() + ":1" // an owner field: client ID, thread
+	}
+	return m, nil
+}
+
+func (p *redlockFloorProcess) close() error {
+	for _, w := range p.work {
+		close(w)
+	}
+	var errs []error
+	for _, r := range p.rdbs {
+		errs = append(errs, r.Close())
+	}
+	return errors.Join(errs...)
+}
+
+type redlockFloorMutex struct {
+	p     *redlockFloorProcess
+	keys  []string // the lock, its channel
+	token string   // the token (SET NX) or owner field (Redisson layout)
+}
+
+// all runs fn on every node in parallel and returns how many succeeded
+// and the first error.
+func (m *redlockFloorMutex) all(fn func(*redis.Client) (bool, error)) (int, error) {
+	oks := make([]bool, len(m.p.rdbs))
+	errs := make([]error, len(m.p.rdbs))
+	var wg sync.WaitGroup
+	for i, rdb := range m.p.rdbs {
+		if m.p.work == nil {
+			wg.Go(func() { oks[i], errs[i] = fn(rdb) })
+			continue
+		}
+		wg.Add(1)
+		m.p.work[i] <- func() {
+			defer wg.Done()
+			oks[i], errs[i] = fn(rdb)
+		}
+	}
+	wg.Wait()
+	n := 0
+	for _, ok := range oks {
+		if ok {
+			n++
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// lock asks every node once, then retries after floorRetry until a quorum
+// granted (uncontended, the first round does).
+func (m *redlockFloorMutex) lock(ctx context.Context) error {
+	quorum := len(m.p.rdbs)/2 + 1
+	for {
+		n, err := m.all(func(rdb *redis.Client) (bool, error) {
+			if !m.p.redisson {
+				return rdb.SetNX(ctx, m.keys[0], m.token, floorTTL).Result()
+			}
+			err := redissonAcquire.Run(ctx, rdb, m.keys[:1], floorTTL.Milliseconds(), m.token).Err()
+			if err == redis.Nil {
+				return true, nil
+			}
+			return false, err
+		})
+		if err != nil || n >= quorum {
+			return err
+		}
+		if err := m.unlock(ctx); err != nil && !errors.Is(err, errNotHeld) {
+			return err
+		}
+		if err := sleepCtx(ctx, floorRetry); err != nil {
+			return err
+		}
+	}
+}
+
+func (m *redlockFloorMutex) unlock(ctx context.Context) error {
+	n, err := m.all(func(rdb *redis.Client) (bool, error) {
+		if !m.p.redisson {
+			n, err := floorRelease.Run(ctx, rdb, m.keys[:1], m.token).Int()
+			return n == 1, err
+		}
+		n, err := redissonRelease.Run(ctx, rdb, m.keys, "0", floorTTL.Milliseconds(), m.token).Int()
+		if err == redis.Nil {
+			return false, nil
+		}
+		return n >= 0, err
+	})
+	if err == nil && n < len(m.p.rdbs)/2+1 {
+		err = errNotHeld
+	}
+	return err
+}
