@@ -23,18 +23,24 @@
 //
 // Only the owner first in line is ever woken, on its own channel
 // ("redisson_lock__channel:{name}:<owner>"), over the client's one shared
-// pub/sub connection. It is woken when it becomes first in line (the owner
-// before it was granted the lock, gave up, or was pruned as dead) and when
-// the lock is freed by Unlock or ForceUnlock. Woken, it tries again: it is
-// granted, or it learns the holder's remaining lease and tries again when
-// that runs out, unless a release wakes it first. So the lock passes to
-// the next in line within a round trip or two of becoming free, whether it
-// was freed by Unlock, ForceUnlock, the departure of the waiter ahead, or
-// the expiry of a lease (a holder that died, or was paused past its
-// lease); waiters further back do not poll for it. A handoff costs two
-// wake-ups and two attempts, the new holder's and the next in line's,
-// however many wait. A wake-up lost with a pub/sub connection is made up
-// for when the client resubscribes.
+// pub/sub connection. It is woken when the lock is freed by Unlock or
+// ForceUnlock, and when it becomes first in line because the owner before
+// it gave up or was pruned as dead. When it becomes first in line because
+// the owner before it was granted the lock, it is woken only if the new
+// holder's lease may run out before its own next poll (a Redisson waiter,
+// or an rlock waiter whose liveness deadline, below, comes after the new
+// lease ends); otherwise that poll, due before its deadline anyway,
+// teaches it the lease in time. Woken, it tries again: it is granted, or
+// it learns the holder's remaining lease and tries again when that runs
+// out, unless a release wakes it first. So the lock passes to the next in
+// line within a round trip or two of becoming free, whether it was freed
+// by Unlock, ForceUnlock, the departure of the waiter ahead, or the expiry
+// of a lease (a holder that died, or was paused past its lease); waiters
+// further back do not poll for it. A handoff costs one wake-up and one
+// attempt, the new holder's, however many wait (two of each when the
+// grant wakes the next in line, as with a lease shorter than the queue
+// timeout). A wake-up lost with a pub/sub connection is made up for when
+// the client resubscribes.
 //
 // # Scores, dead waiters and live ones
 //
@@ -44,12 +50,14 @@
 // fairLockWaitTimeout, 5 min by default in both):
 //
 //   - a joiner scores the tail's score plus W (first in line: now + the
-//     holder's remaining lease + W);
+//     holder's remaining lease + W; an rlock joiner takes the highest
+//     score in the set, the tail's unless a renewal raised one ahead);
 //   - a grant subtracts W from every queued score (rlock's grants too);
 //   - a waiter that gives up subtracts W (a Redisson tryLock: its wait)
 //     from the score of every waiter behind it;
 //   - a waiter first in line whose score has passed is dead: any script of
-//     either library drops it.
+//     either library drops it (rlock's scripts judge rlock waiters by
+//     their liveness deadline instead, below).
 //
 // Redisson waiters never renew their scores. An rlock waiter renews its
 // place on every poll, at least every third of its queue timeout T
@@ -60,7 +68,9 @@
 // liveness deadline, now + T at its last renewal, in
 // "redisson_lock_timeout:{name}:rlock" (a hash; Redisson ignores it): rlock
 // drops an rlock waiter first in line once that passes, so a dead rlock
-// waiter holds up the queue for at most T, as before. A waiter that is
+// waiter holds up the queue for at most T, as before. Since its score
+// never falls below that deadline (given one W for every client), rlock's
+// scripts read only the deadline to judge an rlock waiter. A waiter that is
 // dropped is told on its own channel, so one dropped while still alive
 // polls at once and queues again (at the tail). Scores and deadlines use
 // the Redis server's clock in rlock's scripts, the Java client's clock in
@@ -71,7 +81,8 @@
 // next one. The queue keys carry no TTL (Redisson's waiters may be in
 // them); an empty list or sorted set vanishes by itself, and dead entries
 // are dropped by the next script that reaches them. The liveness hash
-// expires T + 1 s after the last rlock renewal.
+// expires between T + 1 s and 2T + 1 s after the last rlock renewal (its
+// TTL is extended about once per T, not on every renewal).
 //
 // # Sharing a lock with Redisson
 //

@@ -127,57 +127,75 @@ func testFIFOAcrossClients(t *testing.T, b *redistest.Backend, opts ...rlock.Cli
 }
 
 // TestWakeUpsGoToTheHeadOnly: each release publishes one message, on the
-// channel of the waiter first in line, and each grant one, on the channel
-// of the waiter that is now first in line (so it learns the new holder's
-// TTL); nothing goes to the lock's general channel or to waiters further
-// back.
+// channel of the waiter first in line; each grant publishes one, on the
+// channel of the waiter now first in line, only when the new holder's
+// lease may end before that waiter's next poll (so it learns the TTL in
+// time; with the watchdog's 30 s lease and the 30 s queue timeout it
+// polls before then anyway, and a grant publishes nothing); nothing goes
+// to the lock's general channel or to waiters further back.
 func TestWakeUpsGoToTheHeadOnly(t *testing.T) {
-	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-		ctx := context.Background()
-		name := redistest.Name(t)
-		rdb := b.NewClient(t)
-		ps := rdb.PSubscribe(ctx, base.Channel(name)+"*")
-		defer ps.Close()
-		_, err := ps.Receive(ctx) // the subscription is confirmed
-		require.NoError(t, err)
+	for _, v := range []struct {
+		name      string
+		opts      []fair.Option
+		wakeGrant bool
+	}{
+		{"watchdog lease", nil, false},
+		{"lease shorter than the queue timeout", []fair.Option{fair.WithLease(5 * time.Second)}, true},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			redistest.Each(t, func(t *testing.T, b *redistest.Backend) { testWakeUpsGoToTheHeadOnly(t, b, v.wakeGrant, v.opts...) })
+		})
+	}
+}
 
-		holder := newLock(t, newClient(t, b), name)
-		require.NoError(t, holder.Lock(ctx))
-		c := newClient(t, b)
-		const n = 3
-		ls := make([]*fair.Lock, n)
-		dones := make([]<-chan error, n)
-		for i := range ls {
-			ls[i] = newLock(t, c, name)
-			dones[i] = lockAsync(ctx, ls[i])
-			waitQueued(t, holder, i+1)
-		}
-		numsub, err := rdb.PubSubNumSub(ctx, base.Channel(name)).Result()
-		require.NoError(t, err)
-		require.Zero(t, numsub[base.Channel(name)], "nobody listens on the general channel")
+func testWakeUpsGoToTheHeadOnly(t *testing.T, b *redistest.Backend, wakeGrant bool, opts ...fair.Option) {
+	ctx := context.Background()
+	name := redistest.Name(t)
+	rdb := b.NewClient(t)
+	ps := rdb.PSubscribe(ctx, base.Channel(name)+"*")
+	defer ps.Close()
+	_, err := ps.Receive(ctx) // the subscription is confirmed
+	require.NoError(t, err)
 
-		require.NoError(t, holder.Unlock(ctx))
-		for i, l := range ls {
-			require.NoError(t, <-dones[i])
-			require.NoError(t, l.Unlock(ctx))
+	holder := newLock(t, newClient(t, b), name)
+	require.NoError(t, holder.Lock(ctx))
+	c := newClient(t, b)
+	const n = 3
+	ls := make([]*fair.Lock, n)
+	dones := make([]<-chan error, n)
+	for i := range ls {
+		ls[i] = newLock(t, c, name, opts...)
+		dones[i] = lockAsync(ctx, ls[i])
+		waitQueued(t, holder, i+1)
+	}
+	numsub, err := rdb.PubSubNumSub(ctx, base.Channel(name)).Result()
+	require.NoError(t, err)
+	require.Zero(t, numsub[base.Channel(name)], "nobody listens on the general channel")
+
+	require.NoError(t, holder.Unlock(ctx))
+	for i, l := range ls {
+		require.NoError(t, <-dones[i])
+		require.NoError(t, l.Unlock(ctx))
+	}
+	// The holder's release woke ls[0]; then the grant of ls[i] (if it
+	// wakes at all) and its release woke ls[i+1]. The last grant and the
+	// last release found nobody queued, so they published nothing.
+	want := []string{owner(t, ls[0])}
+	for _, l := range ls[1:] {
+		if wakeGrant {
+			want = append(want, owner(t, l))
 		}
-		// The holder's release woke ls[0]; then each grant of ls[i], and
-		// its release, woke ls[i+1]. The last grant and the last release
-		// found nobody queued, so they published nothing.
-		want := []string{owner(t, ls[0])}
-		for _, l := range ls[1:] {
-			want = append(want, owner(t, l), owner(t, l))
-		}
-		for i, w := range want {
-			msg, err := ps.ReceiveMessage(ctx)
-			require.NoError(t, err)
-			require.Equal(t, base.Channel(name)+":"+w, msg.Channel, "message %d", i)
-		}
-		require.NoError(t, ps.Ping(ctx, "end"))
-		m, err := ps.Receive(ctx)
+		want = append(want, owner(t, l))
+	}
+	for i, w := range want {
+		msg, err := ps.ReceiveMessage(ctx)
 		require.NoError(t, err)
-		require.IsType(t, &redis.Pong{}, m, "no message after the last release")
-	})
+		require.Equal(t, base.Channel(name)+":"+w, msg.Channel, "message %d", i)
+	}
+	require.NoError(t, ps.Ping(ctx, "end"))
+	m, err := ps.Receive(ctx)
+	require.NoError(t, err)
+	require.IsType(t, &redis.Pong{}, m, "no message after the last release")
 }
 
 func TestTryLockNeverQueues(t *testing.T) {

@@ -142,8 +142,9 @@ func (l *Lock) Owner(ctx context.Context) (string, error) { return l.l.Owner(ctx
 // Lock blocks until the caller's owner holds the lock, re-entering it at
 // once if the owner holds it already. Otherwise the owner takes the last
 // place in the queue, and the lock is granted in queue order: only the
-// owner first in line is woken, on its own channel, when it becomes first
-// and when the lock is released (see the package doc). While waiting, the
+// owner first in line is woken, on its own channel, when the lock is
+// released and when it becomes first unless its next poll comes in time
+// anyway (see the package doc). While waiting, the
 // call renews its place at least every third of the queue timeout, and
 // retries when woken, when the lock's TTL has passed, or when the waiter
 // ahead of it missed its deadline.

@@ -3,14 +3,16 @@
 -- KEYS[1]  the lock hash (Redisson RLock layout)
 -- KEYS[2]  the queue: a list of waiting owner fields, head first
 -- KEYS[3]  the scores: a sorted set, owner field -> epoch ms (Redisson's
---          redisson_lock_timeout); a head whose score has passed is dead
+--          redisson_lock_timeout); a Redisson head whose score has passed
+--          is dead (an rlock head: see the liveness hash below)
 -- KEYS[#KEYS] (the last key of every fair script) rlock waiters' liveness
 --          hash, "<KEYS[3]>:rlock" (see below)
 --
 -- One queue serves rlock and Redisson waiters alike, so the scores follow
 -- Redisson's cumulative rule, which every waiter of either kind keeps:
 -- a joiner scores the tail's score (or, first in line, now + the lock's
--- TTL) plus its thread wait time W; a grant subtracts the granted
+-- TTL) plus its thread wait time W (an rlock joiner takes the highest
+-- score, which is the tail's unless a renewal raised one ahead of it); a grant subtracts the granted
 -- waiter's W from every score; a waiter that gives up subtracts its W
 -- from the scores of the waiters behind it. Redisson waiters never renew;
 -- an rlock waiter renews on every poll (at least every third of its queue
@@ -20,22 +22,37 @@
 --
 -- rlock waiters also record their own liveness in a hash beside the
 -- scores, <KEYS[3]>:rlock, the last key of every fair script (owner field
--- -> now + T at the last renewal): an rlock waiter is dead once that passes, whatever its
--- score says. Times are the server's (now_ms of the prelude clock.lua).
+-- -> now + T at the last renewal): an rlock waiter is dead once that
+-- passes. Its score never falls below it (the score is raised to at
+-- least now + T + (waiters ahead) x W at each renewal, and each grant or
+-- departure ahead takes one W off it and one waiter from ahead of it), so
+-- the liveness deadline alone decides, and the score is not read (given
+-- one W for every client of the queue, as Redisson's own rule needs). A
+-- waiter without an entry there (a Redisson waiter) is dead once its
+-- score passes. Times are the server's (now_ms of the prelude clock.lua).
 
 local function alive_key()
   return KEYS[#KEYS]
 end
 
--- dead reports whether waiter w is dead at now: no score, a score that
--- passed, or (an rlock waiter) a liveness deadline that passed.
-local function dead(w, now)
-  local s = redis.call('ZSCORE', KEYS[3], w)
-  if not s or tonumber(s) <= now then
-    return true
-  end
+-- The server's time, read (TIME) at most once per script and only when a
+-- deadline is to be set or judged: clock() returns it.
+local clock_ms
+local function clock()
+  clock_ms = clock_ms or now_ms()
+  return clock_ms
+end
+
+-- deadline returns when waiter w counts as dead, and whether w is an
+-- rlock waiter: its liveness deadline if it has one, else its score;
+-- false for an entry with neither (it is dead).
+local function deadline(w)
   local a = redis.call('HGET', alive_key(), w)
-  return a ~= false and tonumber(a) <= now
+  if a then
+    return tonumber(a), true
+  end
+  local s = redis.call('ZSCORE', KEYS[3], w)
+  return s and tonumber(s), false
 end
 
 -- forget removes waiter w from the queue, the scores and the liveness
@@ -76,24 +93,31 @@ end
 
 -- prune removes dead waiters from the head of the queue, and tells each
 -- on its own channel (prefix .. ':' .. owner), so that a waiter pruned
--- while still alive polls at once and queues again. It returns the live
--- head, or false when the queue is empty, and whether it removed any
--- waiter (the head then changed).
-local function prune(now, prefix, msg, how)
+-- while still alive polls at once and queues again. me, if given, is the owner running the script, alive whatever its deadline
+-- says; first, if given, is the head as the caller already read it. It
+-- returns the live head (false when the queue is empty), whether it
+-- removed any waiter (the head then changed), and the head's deadline
+-- and whether it is an rlock waiter (see deadline; nil for me).
+local function prune(prefix, msg, how, me, first)
   local pruned = false
+  local head = first
   while true do
-    local head = redis.call('LINDEX', KEYS[2], 0)
     if not head then
-      return false, pruned
+      head = redis.call('LINDEX', KEYS[2], 0)
     end
-    if not dead(head, now) then
+    if not head or head == me then
       return head, pruned
+    end
+    local d, rlock = deadline(head)
+    if d and d > clock() then
+      return head, pruned, d, rlock
     end
     redis.call('LPOP', KEYS[2])
     redis.call('ZREM', KEYS[3], head)
     redis.call('HDEL', alive_key(), head)
     notify(prefix .. ':' .. head, msg, how)
     pruned = true
+    head = nil
   end
 end
 
@@ -102,13 +126,18 @@ end
 --
 -- Who is woken, and why that is enough: the owner first in line is the
 -- only one that can be granted, and the scripts wake it (1) whenever it
--- becomes first in line (a grant, a departure or a pruning moved the queue
--- up) and (2) whenever a script frees the lock (a release, a force unlock).
--- So the head always has polled since it became head, and then either the
--- lock is free and it is granted, or it learnt the lock's TTL and is woken
--- by a release or retries when the lease runs out. Waiters further back
--- need not poll at all until they become head. (A Redisson grant wakes
--- nobody; Redisson's release wakes the head then.)
+-- becomes first in line while the lock is free (a departure or a pruning
+-- moved the queue up), (2) whenever a script frees the lock (a release, a
+-- force unlock), and (3) when it becomes first in line because the lock
+-- was granted to the waiter before it, unless it is an rlock waiter whose
+-- liveness deadline comes before the new holder's lease ends: such a
+-- waiter polls before its deadline anyway (every third of its queue
+-- timeout at least), learns the lock's TTL then, and retries when that
+-- runs out, so a wake-up would only cost it a poll. So the head learns
+-- the lock's TTL before the lease can run out, and is woken by a release
+-- or retries when the lease runs out. Waiters further back need not poll
+-- at all until they become head. (A Redisson grant wakes nobody;
+-- Redisson's release wakes the head then.)
 local function wake(prefix, head, msg, how)
   if head then
     notify(prefix .. ':' .. head, msg, how)

@@ -27,7 +27,7 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
   end
 end
 if outcome == 1 then
-  wake(ARGV[3], prune(now_ms(), ARGV[3], ARGV[1], ARGV[4]), ARGV[1], ARGV[4])
+  wake(ARGV[3], prune(ARGV[3], ARGV[1], ARGV[4]), ARGV[1], ARGV[4])
 end
 redis.call('SET', KEYS[4], outcome, 'PX', ARGV[2])
 return outcome

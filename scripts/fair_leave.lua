@@ -21,6 +21,6 @@ if pos then
 end
 forget(ARGV[1])
 if pos == 0 then
-  wake(ARGV[3], prune(now_ms(), ARGV[3], ARGV[2], ARGV[4]), ARGV[2], ARGV[4])
+  wake(ARGV[3], prune(ARGV[3], ARGV[2], ARGV[4]), ARGV[2], ARGV[4])
 end
 return queued

@@ -8,7 +8,8 @@
 -- ARGV[3]     the owner's hold count as the client last saw it (0 if none)
 -- ARGV[4]     "1" to issue fencing tokens, "0" not to
 -- ARGV[5]     queue timeout T in milliseconds: a queued waiter counts as
---             alive until now + T, renewed on every call
+--             alive until now + T, renewed by every call that queues and
+--             is not granted
 -- ARGV[6]     "1" to join the queue (or renew the place in it) when the lock
 --             cannot be taken now; "0" for a one-shot try that never queues
 -- ARGV[7]     the lock's channel; waiter w listens on ARGV[7] .. ':' .. w
@@ -26,91 +27,124 @@
 --                                and is pruned then if it died)
 --
 -- A grant pops the owner from the head, subtracts W from every score (as a
--- Redisson grant does) and wakes the next in line, which then learns the
--- new holder's TTL; pruning dead waiters wakes the new head too (see wake
--- in fair_common.lua). A re-sent grant is recognised by the hold count (as
--- in lock.lua) and wakes nobody again; joining twice keeps one place.
-local now = now_ms()
+-- Redisson grant does) and wakes the next in line when it must learn the
+-- new holder's TTL (see wake in fair_common.lua); pruning dead waiters
+-- wakes the new head too. A re-sent grant is recognised by the hold count
+-- (as in lock.lua) and wakes nobody again; joining twice keeps one place.
+--
+-- Each key is read once, and only where the outcome needs it: one PTTL
+-- says whether the lock is free and for how long it is held, the clock is
+-- read only when a deadline is to be set or judged, and a grant reads the
+-- head and the next in line with one LRANGE. A busy queue's grant, join
+-- and release thus cost about 12, 13 and 9 server commands.
 local timeout = tonumber(ARGV[5])
 local W = tonumber(ARGV[10]) or 300000
+local me = ARGV[2]
 
--- place returns the owner's position (0-based) in the queue, or nil.
-local function place()
-  return redis.call('LPOS', KEYS[2], ARGV[2])
-end
-
--- renew keeps a queued owner alive, before anything is pruned.
-local function renew(pos)
-  local floor = now + timeout + pos * W
-  local s = tonumber(redis.call('ZSCORE', KEYS[3], ARGV[2]))
-  if s < floor then
-    redis.call('ZADD', KEYS[3], floor, ARGV[2])
-  end
-  redis.call('HSET', alive_key(), ARGV[2], now + timeout)
+-- keep_alive_key makes the liveness hash outlive an entry just renewed
+-- (now + timeout), extending its TTL only when it would lapse within that
+-- (so about once per timeout, never shortening a longer one).
+local function keep_alive_key()
   if redis.call('PTTL', alive_key()) < timeout + 1000 then
-    redis.call('PEXPIRE', alive_key(), timeout + 1000)
+    redis.call('PEXPIRE', alive_key(), 2 * timeout + 1000)
   end
 end
 
-local pos = place()
-if ARGV[6] == '1' and pos and redis.call('ZSCORE', KEYS[3], ARGV[2]) then
-  renew(pos)
+-- enqueue puts the owner at the tail with Redisson's cumulative score
+-- (the highest score plus W: the tail's, unless a renewal raised a score
+-- ahead of it higher still), but never below what a renewal would give.
+local function enqueue(ttl)
+  redis.call('LREM', KEYS[2], 0, me)
+  local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+  local base = clock() + math.max(0, ttl)
+  if last[2] then
+    base = tonumber(last[2])
+  end
+  local ahead = redis.call('RPUSH', KEYS[2], me) - 1
+  redis.call('ZADD', KEYS[3], math.max(base + W, clock() + timeout + ahead * W), me)
+  redis.call('HSET', alive_key(), me, clock() + timeout)
+  keep_alive_key()
 end
-local head, pruned = prune(now, ARGV[7], ARGV[8], ARGV[9])
-if pruned and head ~= ARGV[2] then
-  wake(ARGV[7], head, ARGV[8], ARGV[9])
+
+-- renew keeps the queued owner (score s) alive: its liveness deadline
+-- moves to now + T, and its score to at least now + T + (waiters ahead)
+-- x W, never lower.
+local function renew(s, ttl)
+  local pos = redis.call('LPOS', KEYS[2], me)
+  if not pos then
+    enqueue(ttl) -- a score without a place: take one
+    return
+  end
+  local floor = clock() + timeout + pos * W
+  if s < floor then
+    redis.call('ZADD', KEYS[3], floor, me)
+  end
+  redis.call('HSET', alive_key(), me, clock() + timeout)
+  keep_alive_key()
 end
-local held = holds_of(KEYS[1], ARGV[2])
+
+-- take grants the free lock to the owner, first in line (queued) or with
+-- nobody in line. line, if given, is the queue's first two entries as
+-- read before.
+local function take(queued, line)
+  if queued then
+    redis.call('LPOP', KEYS[2])
+  end
+  redis.call('ZREM', KEYS[3], me)
+  redis.call('HDEL', alive_key(), me)
+  if queued then
+    shift(0, W)
+  end
+  if queued and not (line and not line[2]) then
+    local head, _, d, rlock = prune(ARGV[7], ARGV[8], ARGV[9], nil, line and line[2])
+    if head and (not rlock or d > clock() + tonumber(ARGV[1])) then
+      wake(ARGV[7], head, ARGV[8], ARGV[9])
+    end
+  end
+  grant(KEYS[1], me, ARGV[1])
+  return {1, 1, fencing_token(KEYS[4], ARGV[4], true)}
+end
+
+local ttl = redis.call('PTTL', KEYS[1]) -- -2: free
+local held = 0
+if ttl ~= -2 then
+  held = holds_of(KEYS[1], me)
+end
 if held == 0 and tonumber(ARGV[3]) > 0 then
   return {-1, 0}
 end
 if held > 0 then
-  return {1, reenter(KEYS[1], ARGV[2], held, ARGV[3], ARGV[1]), fencing_token(KEYS[4], ARGV[4], false)}
+  return {1, reenter(KEYS[1], me, held, ARGV[3], ARGV[1]), fencing_token(KEYS[4], ARGV[4], false)}
 end
 
-local free = redis.call('EXISTS', KEYS[1]) == 0
-if free and (not head or head == ARGV[2]) then
-  if head then
-    redis.call('LPOP', KEYS[2])
+local wait = ttl
+local head, pruned, d
+if ttl == -2 then
+  local line = redis.call('LRANGE', KEYS[2], 0, 1)
+  if not line[1] or line[1] == me then
+    return take(line[1] == me, line)
   end
-  redis.call('ZREM', KEYS[3], ARGV[2])
-  redis.call('HDEL', alive_key(), ARGV[2])
-  if head then
-    shift(0, W)
-    wake(ARGV[7], prune(now, ARGV[7], ARGV[8], ARGV[9]), ARGV[8], ARGV[9])
+  head, pruned, d = prune(ARGV[7], ARGV[8], ARGV[9], me, line[1])
+  if not head or head == me then
+    return take(head == me)
   end
-  grant(KEYS[1], ARGV[2], ARGV[1])
-  return {1, 1, fencing_token(KEYS[4], ARGV[4], true)}
-end
-
-local wait
-if free then
-  local until_ = tonumber(redis.call('ZSCORE', KEYS[3], head))
-  local a = redis.call('HGET', alive_key(), head)
-  if a then
-    until_ = math.min(until_, tonumber(a))
-  end
-  wait = math.max(0, until_ - now)
+  -- Free, but another waiter is first in line: it is woken when it
+  -- becomes first, and pruned then if it died.
+  wait = math.max(0, d - clock())
 else
-  wait = redis.call('PTTL', KEYS[1])
+  -- Held: drop dead waiters from the head all the same, as Redisson's
+  -- every attempt does, so that a pruned waiter is told at once.
+  head, pruned = prune(ARGV[7], ARGV[8], ARGV[9], me)
 end
-if ARGV[6] == '1' and not redis.call('ZSCORE', KEYS[3], ARGV[2]) then
-  -- Join the tail with Redisson's cumulative score, but never below what
-  -- a renewal would give (renew).
-  redis.call('LREM', KEYS[2], 0, ARGV[2])
-  local ahead = redis.call('LLEN', KEYS[2])
-  local tail = redis.call('LINDEX', KEYS[2], -1)
-  local base = tail and redis.call('ZSCORE', KEYS[3], tail)
-  if base then
-    base = tonumber(base)
+if pruned and head ~= me then
+  wake(ARGV[7], head, ARGV[8], ARGV[9])
+end
+if ARGV[6] == '1' then
+  local s = redis.call('ZSCORE', KEYS[3], me)
+  if s then
+    renew(tonumber(s), ttl)
   else
-    base = now + math.max(0, redis.call('PTTL', KEYS[1]))
-  end
-  redis.call('RPUSH', KEYS[2], ARGV[2])
-  redis.call('ZADD', KEYS[3], math.max(base + W, now + timeout + ahead * W), ARGV[2])
-  redis.call('HSET', alive_key(), ARGV[2], now + timeout)
-  if redis.call('PTTL', alive_key()) < timeout + 1000 then
-    redis.call('PEXPIRE', alive_key(), timeout + 1000)
+    enqueue(ttl)
   end
 end
 return {0, wait}

@@ -6,17 +6,12 @@
 --             order; times in epoch ms by the server's clock. A deadline is
 --             when the waiter counts as dead unless it renews its place:
 --             an rlock waiter's liveness deadline, a Redisson waiter's
---             score; -1 means the waiter has none (it is pruned when first
+--             score (see deadline in fair_common.lua); -1 means the
+--             waiter has none (it is pruned when first
 --             in line).
 local out = {now_ms()}
 for _, w in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
-  local d = redis.call('ZSCORE', KEYS[3], w)
-  d = d and tonumber(d) or -1
-  local a = redis.call('HGET', alive_key(), w)
-  if a and d >= 0 then
-    d = math.min(d, tonumber(a))
-  end
   out[#out + 1] = w
-  out[#out + 1] = d
+  out[#out + 1] = deadline(w) or -1
 end
 return out
