@@ -2,7 +2,7 @@
 -- only, on its own channel. Uses the preludes holds.lua, publish.lua and
 -- fair_common.lua.
 -- KEYS[1..3]  the lock hash, queue and scores (see fair_common.lua)
--- KEYS[4]     the owner's latch key (same hash slot; see released_by)
+-- KEYS[4]     the owner's latch key (same hash slot; see ran_by)
 -- KEYS[5]     rlock waiters' liveness hash (see fair_common.lua)
 -- ARGV[1]     lease in milliseconds, restored while holds remain
 -- ARGV[2]     owner field
