@@ -20,6 +20,7 @@ import (
 
 	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/fair"
+	"github.com/rlock-go/rlock/internal/floor"
 	"github.com/rlock-go/rlock/redlock"
 	"github.com/rlock-go/rlock/reentrant"
 )
@@ -194,9 +195,6 @@ var errNotHeld = errors.New("unlock: lock was not held")
 
 // --- floor ---------------------------------------------------------------
 
-// floorRelease deletes the key if it still holds the caller's token.
-var floorRelease = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
-
 type floorProcess struct{ rdb *redis.Client }
 
 func openFloor(_ context.Context, addrs []string, st *runStats) (process, error) {
@@ -227,7 +225,7 @@ func (m *floorMutex) lock(ctx context.Context) error {
 }
 
 func (m *floorMutex) unlock(ctx context.Context) error {
-	n, err := floorRelease.Run(ctx, m.rdb, []string{m.key}, m.token).Int()
+	n, err := floor.CompareAndDelete.Run(ctx, m.rdb, []string{m.key}, m.token).Int()
 	if err == nil && n != 1 {
 		err = errNotHeld
 	}

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rlock-go/rlock/internal/floor"
 )
 
 // --- RedLock floors (scenario 5) ---------------------------------------------
@@ -26,29 +28,6 @@ import (
 // redlockFloorName is the library name of both floors: a floor, kept apart
 // from the single-node floor the other ratios are taken against.
 const redlockFloorName = "redlock-floor"
-
-// The Redisson-layout scripts.
-var (
-	// redissonAcquire: KEYS[1] the lock; ARGV[1] the lease (ms), ARGV[2]
-	// the owner field. nil when granted, the lock's PTTL when not.
-	redissonAcquire = redis.NewScript(`if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-redis.call('hincrby', KEYS[1], ARGV[2], 1)
-redis.call('pexpire', KEYS[1], ARGV[1])
-return nil
-end
-return redis.call('pttl', KEYS[1])`)
-	// redissonRelease: KEYS[1] the lock, KEYS[2] its channel; ARGV[1] the
-	// message, ARGV[2] the lease (ms), ARGV[3] the owner field. nil when
-	// not held, 0 when holds remain, 1 on the last.
-	redissonRelease = redis.NewScript(`if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return nil end
-if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
-redis.call('pexpire', KEYS[1], ARGV[2])
-return 0
-end
-redis.call('del', KEYS[1])
-redis.call('publish', KEYS[2], ARGV[1])
-return 1`)
-)
 
 // redlockFloorProcess is one client of a RedLock floor: one go-redis
 // client per node and, with workers, one parked goroutine per node that
@@ -140,7 +119,7 @@ func (m *redlockFloorMutex) lock(ctx context.Context) error {
 			if !m.p.redisson {
 				return rdb.SetNX(ctx, m.keys[0], m.token, floorTTL).Result()
 			}
-			err := redissonAcquire.Run(ctx, rdb, m.keys[:1], floorTTL.Milliseconds(), m.token).Err()
+			err := floor.RedissonAcquire.Run(ctx, rdb, m.keys[:1], floorTTL.Milliseconds(), m.token).Err()
 			if err == redis.Nil {
 				return true, nil
 			}
@@ -161,10 +140,10 @@ func (m *redlockFloorMutex) lock(ctx context.Context) error {
 func (m *redlockFloorMutex) unlock(ctx context.Context) error {
 	n, err := m.all(func(rdb *redis.Client) (bool, error) {
 		if !m.p.redisson {
-			n, err := floorRelease.Run(ctx, rdb, m.keys[:1], m.token).Int()
+			n, err := floor.CompareAndDelete.Run(ctx, rdb, m.keys[:1], m.token).Int()
 			return n == 1, err
 		}
-		n, err := redissonRelease.Run(ctx, rdb, m.keys, "0", floorTTL.Milliseconds(), m.token).Int()
+		n, err := floor.RedissonRelease.Run(ctx, rdb, m.keys, "0", floorTTL.Milliseconds(), m.token).Int()
 		if err == redis.Nil {
 			return false, nil
 		}

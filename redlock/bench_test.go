@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/floor"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/redlock"
 	"github.com/rlock-go/rlock/reentrant"
@@ -101,35 +102,6 @@ func timed(b *testing.B, n nodes, op func() error) {
 	b.ReportMetric(float64(commands.Microseconds())/float64(len(lat)), "server-cmd-µs/op")
 }
 
-// floorRelease is the compare-and-delete a SET NX lock releases with.
-var floorRelease = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
-
-// The least a Redisson-layout lock can send (a hash of owner fields and
-// hold counts, a PEXPIRE on it, a PUBLISH on the last release), with no
-// replay latch and no client bookkeeping: the floor of a RedLock whose
-// members are Redisson-compatible reentrant locks.
-var (
-	// redissonAcquire: KEYS[1] the lock; ARGV[1] the lease (ms), ARGV[2]
-	// the owner field. nil when granted, the lock's PTTL when not.
-	redissonAcquire = redis.NewScript(`if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-redis.call('hincrby', KEYS[1], ARGV[2], 1)
-redis.call('pexpire', KEYS[1], ARGV[1])
-return nil
-end
-return redis.call('pttl', KEYS[1])`)
-	// redissonRelease: KEYS[1] the lock, KEYS[2] its channel; ARGV[1]
-	// the message, ARGV[2] the lease (ms), ARGV[3] the owner field. nil
-	// when not held, 0 when holds remain, 1 on the last.
-	redissonRelease = redis.NewScript(`if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return nil end
-if redis.call('hincrby', KEYS[1], ARGV[3], -1) > 0 then
-redis.call('pexpire', KEYS[1], ARGV[2])
-return 0
-end
-redis.call('del', KEYS[1])
-redis.call('publish', KEYS[2], ARGV[1])
-return 1`)
-)
-
 // all runs fn on every node in parallel, a new goroutine each, and
 // returns the first error.
 func (n nodes) all(fn func(*redis.Client) error) error {
@@ -174,7 +146,7 @@ func (n nodes) allOn(work []chan func(), fn func(*redis.Client) error) error {
 //     compare-and-delete script on each, in parallel.
 //   - redisson5-floor: the floor of a RedLock over Redisson-layout
 //     locks: the least Redisson-layout acquire and release scripts
-//     (redissonAcquire, redissonRelease) on the five nodes in parallel,
+//     (floor.RedissonAcquire, floor.RedissonRelease) on the five nodes in parallel,
 //     with plain goroutines and nothing else. Not a lock library: what
 //     any Redisson-compatible RedLock costs at least.
 //   - redisson5-floor-workers: the same with one parked goroutine per
@@ -239,7 +211,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 				return err
 			}
 			return n.all(func(rdb *redis.Client) error {
-				return floorRelease.Run(ctx, rdb, []string{key}, "token").Err()
+				return floor.CompareAndDelete.Run(ctx, rdb, []string{key}, "token").Err()
 			})
 		})
 	})
@@ -272,7 +244,7 @@ func redissonFloor(b *testing.B, n nodes, work []chan func()) {
 	const lease, owner = 10000, "client:1"
 	timed(b, n, func() error {
 		if err := n.allOn(work, func(rdb *redis.Client) error {
-			err := redissonAcquire.Run(ctx, rdb, keys[:1], lease, owner).Err()
+			err := floor.RedissonAcquire.Run(ctx, rdb, keys[:1], lease, owner).Err()
 			if err == redis.Nil {
 				return nil
 			}
@@ -284,7 +256,7 @@ func redissonFloor(b *testing.B, n nodes, work []chan func()) {
 			return err
 		}
 		return n.allOn(work, func(rdb *redis.Client) error {
-			return redissonRelease.Run(ctx, rdb, keys, 0, lease, owner).Err()
+			return floor.RedissonRelease.Run(ctx, rdb, keys, 0, lease, owner).Err()
 		})
 	})
 }

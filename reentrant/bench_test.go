@@ -14,6 +14,7 @@ import (
 
 	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/fair"
+	"github.com/rlock-go/rlock/internal/floor"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/reentrant"
 )
@@ -85,14 +86,14 @@ func BenchmarkUncontended(b *testing.B) {
 		}
 		b.Run("floor", func(b *testing.B) {
 			key := redistest.Name(b)
-			_ = floorUnlock.Load(ctx, rdb)
+			_ = floor.CompareAndDelete.Load(ctx, rdb)
 			hook.n.Store(0)
 			for b.Loop() {
 				ok, err := rdb.SetNX(ctx, key, "token", 30*time.Second).Result()
 				if err != nil || !ok {
 					b.Fatal(ok, err)
 				}
-				if err := floorUnlock.Run(ctx, rdb, []string{key}, "token").Err(); err != nil {
+				if err := floor.CompareAndDelete.Run(ctx, rdb, []string{key}, "token").Err(); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -100,9 +101,6 @@ func BenchmarkUncontended(b *testing.B) {
 		})
 	})
 }
-
-// floorUnlock is the floor's release: delete the key if it holds our token.
-var floorUnlock = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
 
 // BenchmarkContended: 16 goroutines over 4 clients on one key, a 100 us
 // critical section, rlock next to the floor (SET NX PX, retried every 1 ms,
@@ -148,7 +146,9 @@ func BenchmarkContended(b *testing.B) {
 						time.Sleep(time.Millisecond)
 					}
 				}
-				unlock = func(ctx context.Context) error { return floorUnlock.Run(ctx, rdb, []string{name}, token).Err() }
+				unlock = func(ctx context.Context) error {
+					return floor.CompareAndDelete.Run(ctx, rdb, []string{name}, token).Err()
+				}
 				return lock, unlock
 			})
 		})
@@ -165,7 +165,7 @@ func contended(b *testing.B, be *redistest.Backend, newLock lockPair) {
 	for i := range rdbs {
 		rdbs[i] = be.NewClient(b)
 		rdbs[i].AddHook(hook)
-		_ = floorUnlock.Load(ctx, rdbs[i])
+		_ = floor.CompareAndDelete.Load(ctx, rdbs[i])
 	}
 	var grants, handoffs, inside, last atomic.Int64
 	var relMu sync.Mutex
@@ -246,32 +246,15 @@ func BenchmarkRedissonFloor(b *testing.B) {
 		rdb := be.NewClient(b)
 		key := redistest.Name(b)
 		keys := []string{key, "redisson_lock__channel:{" + key + "}"}
-		_ = minAcquire.Load(ctx, rdb)
-		_ = minRelease.Load(ctx, rdb)
+		_ = floor.RedissonAcquire.Load(ctx, rdb)
+		_ = floor.RedissonRelease.Load(ctx, rdb)
 		for b.Loop() {
-			if err := minAcquire.Run(ctx, rdb, keys[:1], 30000, "owner").Err(); err != nil && err != redis.Nil {
+			if err := floor.RedissonAcquire.Run(ctx, rdb, keys[:1], 30000, "owner").Err(); err != nil && err != redis.Nil {
 				b.Fatal(err)
 			}
-			if err := minRelease.Run(ctx, rdb, keys, 30000, "owner", 0).Err(); err != nil && err != redis.Nil {
+			if err := floor.RedissonRelease.Run(ctx, rdb, keys, 0, 30000, "owner").Err(); err != nil && err != redis.Nil {
 				b.Fatal(err)
 			}
 		}
 	})
 }
-
-var (
-	minAcquire = redis.NewScript(`if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], ARGV[2]) == 1 then
-  redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  return nil
-end
-return redis.call('PTTL', KEYS[1])`)
-	minRelease = redis.NewScript(`if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 0 then return nil end
-if redis.call('HINCRBY', KEYS[1], ARGV[2], -1) > 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  return 0
-end
-redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', KEYS[2], ARGV[3])
-return 1`)
-)
