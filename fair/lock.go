@@ -29,13 +29,7 @@ var (
 )
 
 func init() {
-	core.RegisterHandles(func(v any) (*core.Lock, bool) {
-		l, ok := v.(*Lock)
-		if !ok || l == nil {
-			return nil, false
-		}
-		return l.l, true
-	})
+	core.RegisterHandle(func(l *Lock) *core.Lock { return l.l })
 }
 
 // Option configures a Lock. A nil Option is ignored.

@@ -34,19 +34,8 @@ var (
 )
 
 func init() {
-	core.RegisterHandles(func(v any) (*core.Lock, bool) {
-		switch h := v.(type) {
-		case *ReadLock:
-			if h != nil {
-				return h.l, true
-			}
-		case *WriteLock:
-			if h != nil {
-				return h.l, true
-			}
-		}
-		return nil, false
-	})
+	core.RegisterHandle(func(h *ReadLock) *core.Lock { return h.l })
+	core.RegisterHandle(func(h *WriteLock) *core.Lock { return h.l })
 }
 
 // handle holds the methods both sides share; each runs on its side's

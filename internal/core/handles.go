@@ -1,13 +1,22 @@
 package core
 
 // engines are the functions that return the engine behind a lock handle
-// of one of the public packages (see RegisterHandles).
+// of one of the public packages (see RegisterHandle).
 var engines []func(any) (*Lock, bool)
 
-// RegisterHandles is called once by each package of lock handles, in its
-// init, with the function that returns the engine behind one of its
-// handles.
-func RegisterHandles(f func(any) (*Lock, bool)) { engines = append(engines, f) }
+// RegisterHandle is called in the init of each package of lock handles,
+// once per handle type H (a pointer type), with the function that returns
+// the engine behind a handle of that type. A nil handle has none.
+func RegisterHandle[H comparable](engine func(H) *Lock) {
+	engines = append(engines, func(v any) (*Lock, bool) {
+		var none H
+		h, ok := v.(H)
+		if !ok || h == none {
+			return nil, false
+		}
+		return engine(h), true
+	})
+}
 
 // LockOf returns the engine behind v, a lock handle of one of rlock's
 // packages, and whether v was one.
