@@ -545,8 +545,8 @@ func TestLateCopyOfLastReleaseSparesTheNextHolding(t *testing.T) {
 		require.NoError(t, l.Lock(ctx))
 
 		// The late copy: the same arguments the release sent.
-		res, err := lua.Unlock.Run(ctx, rdb, []string{name, base.Channel(name), latch},
-			int64(30000), field, 1, base.UnlockMessage, int64(60000), "c", request).Int64Slice()
+		res, err := lua.ReleaseReply(lua.Unlock.Run(ctx, rdb, []string{name, base.Channel(name), latch},
+			int64(30000), field, 1, base.UnlockMessage, int64(60000), "c", request))
 		require.NoError(t, err)
 		require.Equal(t, []int64{1, 0}, res, "answered as the original release was")
 		n, err := l.HoldCount(ctx)

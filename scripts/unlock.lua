@@ -16,6 +16,7 @@
 -- ARGV[8]  how many registered clients the last release designates to wake
 --          a waiter (see designate); with no KEYS[4], none
 -- Reply:   {1, 0}      released: that was the last hold; key deleted, message published
+--          1           the fast path's {1, 0} (see lua.ReleaseReply)
 --          {0, holds}  still held, with holds left
 --          {-1, 0}     not held by this owner; nothing changed
 --
@@ -24,14 +25,21 @@
 -- already ran shows as a stored count one below the client's count.
 --
 -- The fast path, before the preludes are defined (see lua.preludesHere):
--- the owner's last hold, its latch not naming this request, and no rlock
--- client registered as waiting (nobody to designate). What it reads is
--- handed to the slow path, which then does not read it again.
-local latched = redis.call('GET', KEYS[3])
+-- the owner's last hold, and no rlock client registered as waiting (nobody
+-- to designate). It records the release in the latch first, reading the
+-- record it replaces in the same command (SET ... GET, one command where
+-- GET then SET would be two): a record naming this very request means
+-- the release ran already and this is a late copy, which changes nothing
+-- more (rewriting the record with its own value is harmless); a record
+-- without a request ID counts only once no hold is left (see release). The slow
+-- path is handed the field it read, and reads the latch itself, untouched.
 local stored = redis.call('HGET', KEYS[1], ARGV[2])
 local registered = KEYS[4] ~= nil and (tonumber(ARGV[8]) or 0) > 0 and redis.call('EXISTS', KEYS[4]) == 1
-local ran = latched ~= false and (not ARGV[7] or latched == ARGV[7]) -- ran_by, inlined
-if not ran and stored == '1' and tonumber(ARGV[3]) == 1 and not registered then
+if stored == '1' and tonumber(ARGV[3]) == 1 and not registered then
+  local latched = redis.call('SET', KEYS[3], ARGV[7] or '1', 'PX', ARGV[5], 'GET')
+  if ARGV[7] and latched == ARGV[7] then -- ran_by, inlined (a record without a request counts only when no hold is left)
+    return {1, 0}
+  end
   redis.call('DEL', KEYS[1])
   if ARGV[6] ~= 's' then
     redis.call('PUBLISH', KEYS[2], ARGV[4])
@@ -39,12 +47,11 @@ if not ran and stored == '1' and tonumber(ARGV[3]) == 1 and not registered then
   if ARGV[6] == 's' or ARGV[6] == 'cs' then
     redis.call('SPUBLISH', KEYS[2], ARGV[4])
   end
-  redis.call('SET', KEYS[3], ARGV[7] or '1', 'PX', ARGV[5]) -- set_latch, inlined
-  return {1, 0}
+  return 1 -- {1, 0}: a bare integer costs Redis less than a table
 end
 --@preludes
 
-local reply = release(KEYS[1], ARGV[2], ARGV[3], ARGV[1], KEYS[3], ARGV[7], latched, stored)
+local reply = release(KEYS[1], ARGV[2], ARGV[3], ARGV[1], KEYS[3], ARGV[7], nil, stored)
 if reply then
   return reply
 end

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rlock-go/rlock/internal/base"
+	"github.com/rlock-go/rlock/internal/lua"
 	"github.com/rlock-go/rlock/internal/replsync"
 )
 
@@ -252,7 +253,7 @@ func parseAcquireReply(res []int64) (acquireReply, bool) {
 func (l *Lock) sendAcquire(ctx context.Context, o *ownerState, lease time.Duration, req request) (acquireReply, error) {
 	call := l.kind.acquire(o.key.field, o.count, lease, req.queue, l.c.publishArg(ctx), l.c.registration(req))
 	cmd, sync, syncErr := l.c.runAcquire(detached(ctx), call.script, call.keys, call.args...)
-	res, err := cmd.Int64Slice()
+	res, err := lua.AcquireReply(cmd)
 	if err != nil {
 		return acquireReply{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rlock-go/rlock/internal/base"
+	"github.com/rlock-go/rlock/internal/lua"
 )
 
 // Unlock releases one hold of the caller's owner. It works after the
@@ -89,7 +90,7 @@ func (l *Lock) releaseLocked(ctx context.Context, o *ownerState) error {
 	}
 	sent := time.Now()
 	call := l.kind.release(o.key.field, o.count, lease, l.latchOf(o), l.c.publishArg(ctx))
-	res, err := l.c.runCall(detached(ctx), call).Int64Slice()
+	res, err := lua.ReleaseReply(l.c.runCall(detached(ctx), call))
 	kind, left, ok := parseReleaseReply(res)
 	if err == nil && !ok {
 		err = fmt.Errorf("%w: release script replied %v", base.ErrUnexpectedReply, res)

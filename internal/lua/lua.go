@@ -211,3 +211,29 @@ func All() []*redis.Script {
 		FairLock, FairUnlock, FairForceUnlock, FairLeave, FairQueue,
 		RWReadLock, RWWriteLock, RWUnlockRead, RWUnlockWrite, RWForceUnlock, RWLeave, RWHolds, RWState}
 }
+
+// The reentrant lock's fast paths (lock.lua, unlock.lua) reply with the
+// bare integer 1 where every other path replies with a table: Redis takes
+// about half a microsecond to build and send a table, and the client
+// allocates for every element. AcquireReply and ReleaseReply read any
+// acquire or release script's reply as the table it stands for; callers
+// must not modify the slice they return.
+var (
+	grantedOne   = []int64{1, 1, 0} // a grant of one hold, no fencing token
+	releasedLast = []int64{1, 0}    // the owner's last hold released
+)
+
+// AcquireReply returns an acquire script's reply: the bare 1 stands for
+// {1, 1, 0}, a grant of one hold without a fencing token.
+func AcquireReply(cmd *redis.Cmd) ([]int64, error) { return ints(cmd, grantedOne) }
+
+// ReleaseReply returns a release script's reply: the bare 1 stands for
+// {1, 0}, the owner's last hold released.
+func ReleaseReply(cmd *redis.Cmd) ([]int64, error) { return ints(cmd, releasedLast) }
+
+func ints(cmd *redis.Cmd, one []int64) ([]int64, error) {
+	if v, ok := cmd.Val().(int64); ok && v == 1 && cmd.Err() == nil {
+		return one, nil
+	}
+	return cmd.Int64Slice()
+}

@@ -488,7 +488,8 @@ func TestRWRenewWriter(t *testing.T) {
 // A reentrant lock's renewal is unchanged: its TTL becomes the lease.
 func TestRenewReentrantUnchanged(t *testing.T) {
 	eachRW(t, func(t *testing.T, r *rw) {
-		res := r.ints(lua.Lock, []string{r.name, r.token()}, long, reader("a"), 0, "0")
+		res, err := lua.AcquireReply(lua.Lock.Run(r.ctx, r.rdb, []string{r.name, r.token()}, long, reader("a"), 0, "0"))
+		require.NoError(t, err)
 		require.Equal(t, int64(1), res[0])
 		require.Equal(t, []int64{1, 0}, r.ints(lua.Renew, []string{r.name, r.name}, 2_000, reader("a"), reader("b")))
 		require.LessOrEqual(t, r.pttl(r.name), 2*time.Second)

@@ -172,7 +172,7 @@ func TestReplicaSyncFollowsRedirects(t *testing.T) {
 			cmd, res, err := s.Run(ctx, lua.Lock, keys, lease.Milliseconds(), "c:1", 0, "1")
 			var reply []int64
 			if err == nil {
-				reply, err = cmd.Int64Slice()
+				reply, err = lua.AcquireReply(cmd)
 			}
 			done <- result{reply, res, err}
 		}()

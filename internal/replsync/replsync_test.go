@@ -36,7 +36,7 @@ func acquire(t *testing.T, s *replsync.Syncer, name, owner string, count int) (i
 	t.Helper()
 	cmd, res, err := s.Run(context.Background(), lua.Lock, []string{name}, lease.Milliseconds(), owner, count)
 	require.NoError(t, err)
-	reply, err := cmd.Int64Slice()
+	reply, err := lua.AcquireReply(cmd)
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(reply), 2)
 	if reply[0] == 0 {
@@ -50,7 +50,7 @@ func acquire(t *testing.T, s *replsync.Syncer, name, owner string, count int) (i
 func release(t *testing.T, rdb redis.Scripter, name, owner string) {
 	t.Helper()
 	keys := []string{name, base.Channel(name), base.DerivedKey(base.LatchPrefix, name) + ":r-" + owner}
-	reply, err := lua.Unlock.Run(context.Background(), rdb, keys, lease.Milliseconds(), owner, 1, base.UnlockMessage, 10000).Int64Slice()
+	reply, err := lua.ReleaseReply(lua.Unlock.Run(context.Background(), rdb, keys, lease.Milliseconds(), owner, 1, base.UnlockMessage, 10000))
 	require.NoError(t, err)
 	require.Equal(t, []int64{1, 0}, reply, "released")
 }
@@ -164,7 +164,7 @@ func TestUnsyncedLockIsLostOnFailover(t *testing.T) {
 	require.NoError(t, err)
 
 	r.Link.Blackhole(true)
-	reply, err := lua.Lock.Run(ctx, rdb, []string{plain}, lease.Milliseconds(), "c:1", 0).Int64Slice()
+	reply, err := lua.AcquireReply(lua.Lock.Run(ctx, rdb, []string{plain}, lease.Milliseconds(), "c:1", 0))
 	require.NoError(t, err)
 	require.Equal(t, []int64{1, 1, 0}, reply, "acquired, as far as the master knows")
 	_, res := acquire(t, s, synced, "c:1", 0)
@@ -174,7 +174,7 @@ func TestUnsyncedLockIsLostOnFailover(t *testing.T) {
 	r.Promote(t)
 	promoted := r.Replica.NewClient(t)
 	require.Equal(t, "", hget(t, promoted, plain, "c:1"), "the unsynced lock did not survive the failover")
-	reply, err = lua.Lock.Run(ctx, promoted, []string{plain}, lease.Milliseconds(), "c:2", 0).Int64Slice()
+	reply, err = lua.AcquireReply(lua.Lock.Run(ctx, promoted, []string{plain}, lease.Milliseconds(), "c:2", 0))
 	require.NoError(t, err)
 	require.Equal(t, []int64{1, 1, 0}, reply, "another owner takes it: two holders believe they hold it")
 }
@@ -261,7 +261,7 @@ func TestSyncedLockSurvivesClusterFailover(t *testing.T) {
 		t.Logf("retrying after %v", err)
 	}
 	require.NoError(t, err, "Run reaches the promoted master")
-	reply, err := cmd.Int64Slice()
+	reply, err := lua.AcquireReply(cmd)
 	require.NoError(t, err)
 	require.Equal(t, int64(0), reply[0], "another owner is excluded")
 	require.Greater(t, reply[1], int64(0), "the lease survived too")
