@@ -246,3 +246,50 @@ func TestHerdRedissonWaitersStillWoken(t *testing.T) {
 		require.NoError(t, <-s.bDone)
 	})
 }
+
+// Regression (issue 15): every blocking Lock's grant ran ZREM on the
+// lock's waiter registry, though a client that is not waiting for the lock
+// (it has no channel for it) has no registration to take out: the
+// registration was taken out when its channel was dropped. An uncontended
+// Lock now sends the registry nothing.
+func TestUncontendedLockLeavesTheRegistryAlone(t *testing.T) {
+	b := redistest.Real(t) // INFO commandstats: real Redis only
+	ctx := context.Background()
+	rdb := b.NewClient(t)
+	l := newLock(t, clientOn(t, rdb), redistest.Name(t))
+	require.NoError(t, rdb.ConfigResetStat(ctx).Err())
+	for range 10 {
+		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, l.Unlock(ctx))
+	}
+	require.Zero(t, redistest.CommandStats(t, rdb)["zrem"], "registry commands of an uncontended Lock")
+}
+
+// The other side of TestUncontendedLockLeavesTheRegistryAlone: while the
+// client's channel for the lock lingers after its waiter gave up, a grant
+// from free to one of its calls still takes its registration out, so that
+// no release designates a client without waiters.
+func TestGrantWhileTheChannelLingersUnregistersTheClient(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		holder := newLock(t, clientOn(t, b.NewClient(t)), name, reentrant.WithLease(time.Minute))
+		require.NoError(t, holder.Lock(ctx))
+		c := clientOn(t, b.NewClient(t))
+		waiting, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- newLock(t, c, name).Lock(waiting) }()
+		s := &herdSetup{rdb: b.NewClient(t), registry: base.Waiters(name)}
+		tag := waiters.Tag(c.ID())
+		require.Eventually(t, func() bool { return c.Waiters().Waiters == 1 && s.registered(t, tag) }, 10*time.Second, time.Millisecond)
+		cancel()
+		require.ErrorIs(t, <-done, context.Canceled)
+		require.True(t, s.registered(t, tag), "a waiter that gives up leaves its registration to lapse")
+
+		require.NoError(t, holder.Unlock(ctx))
+		l := newLock(t, c, name)
+		require.NoError(t, l.Lock(ctx))
+		require.False(t, s.registered(t, tag), "the grant took the registration out")
+		require.NoError(t, l.Unlock(ctx))
+	})
+}

@@ -9,7 +9,10 @@
 -- ARGV[4]  "1" to issue fencing tokens, "0" not to (KEYS[2] is then untouched)
 -- ARGV[5]  the client's tag when a waiting Lock call sends it ("" or
 --          absent for any other call: KEYS[3] is then untouched)
--- ARGV[6]  "1" if the client has other calls waiting for this lock
+-- ARGV[6]  "1" if the client has other calls waiting for this lock; "-"
+--          if not, and the client has no registration for a grant to take
+--          out (it has no channel for the lock: see core.registration);
+--          "0" otherwise
 -- ARGV[7]  the client's longest wait between attempts on a lock without
 --          expiry, in milliseconds
 -- Reply:   {1, holds, token}  acquired; holds = the owner's hold count now;
@@ -25,7 +28,7 @@
 if ARGV[6] ~= '1' and tonumber(ARGV[3]) == 0 and redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('HSET', KEYS[1], ARGV[2], 1)
   redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  if ARGV[5] and ARGV[5] ~= '' then
+  if ARGV[5] and ARGV[5] ~= '' and ARGV[6] ~= '-' then
     redis.call('ZREM', KEYS[3], ARGV[5])
   end
   if ARGV[4] == '1' then

@@ -271,11 +271,11 @@ func (c *Client) registration(req request) registration {
 	if req.waiting == nil {
 		return registration{}
 	}
-	others := c.hub.Waiting(req.waiting.channel)
+	others, listening := c.hub.Waiting(req.waiting.channel)
 	if req.joined {
 		others--
 	}
-	return registration{tag: c.tag, others: others > 0, poll: c.maxPoll}
+	return registration{tag: c.tag, others: others > 0, unregistered: !listening, poll: c.maxPoll}
 }
 
 // acquireFailed handles an acquire script call that failed with err. When

@@ -52,11 +52,32 @@ type kind interface {
 // registration is what a waiting call's attempt tells a reentrant lock's
 // acquire script about its client (see scripts/designate.lua): the
 // client's tag ("" for an attempt that registers nothing), whether the
-// client has other calls waiting for the lock, and its longest poll.
+// client has other calls waiting for the lock, whether it certainly has
+// no registration to take out on a grant, and its longest poll.
+//
+// A client without the lock's channel (neither waiters on it nor the
+// channel lingering) is unregistered: dropping the channel took its
+// registration out (waiters.Hub.SetDesignation). A registration may still
+// stand meanwhile, one that a refused attempt of a call about to join
+// made (the call waits, so it is right), or one whose removal failed (it
+// lapses by itself); a grant then leaves it alone either way.
 type registration struct {
-	tag    string
-	others bool
-	poll   time.Duration
+	tag          string
+	others       bool
+	unregistered bool
+	poll         time.Duration
+}
+
+// othersArg is lock.lua's ARGV[6]: "1" with other calls of the client
+// waiting, "-" with none and no registration to take out, "0" otherwise.
+func (r registration) othersArg() string {
+	switch {
+	case r.others:
+		return "1"
+	case r.unregistered:
+		return "-"
+	}
+	return "0"
 }
 
 // designations is how many registered clients a reentrant lock's last
@@ -150,7 +171,7 @@ func (k *reentrantKind) acquire(field string, count int64, lease time.Duration, 
 		return scriptCall{lua.Lock, []string{k.name, k.token}, []any{lease.Milliseconds(), field, count, k.fencing}}
 	}
 	return scriptCall{lua.Lock, []string{k.name, k.token, k.registry},
-		[]any{lease.Milliseconds(), field, count, k.fencing, reg.tag, boolArg(reg.others), reg.poll.Milliseconds()}}
+		[]any{lease.Milliseconds(), field, count, k.fencing, reg.tag, reg.othersArg(), reg.poll.Milliseconds()}}
 }
 
 func (k *reentrantKind) release(field string, count int64, lease time.Duration, lt latch, pub string) scriptCall {

@@ -667,14 +667,16 @@ func isTag(payload string) bool {
 	return true
 }
 
-// Waiting returns how many of the client's calls wait on channel.
-func (h *Hub) Waiting(channel string) int {
+// Waiting returns how many of the client's calls wait on channel, and
+// whether the hub has the channel at all: with waiters, or lingering after
+// its last one left (a channel is dropped only after its linger).
+func (h *Hub) Waiting(channel string) (n int, listening bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if t := h.topics[channel]; t != nil {
-		return len(t.waiters)
+		return len(t.waiters), true
 	}
-	return 0
+	return 0, false
 }
 
 // wakeFirst signals the longest-waiting preferred waiter that has no
