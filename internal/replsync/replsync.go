@@ -297,8 +297,7 @@ func (s *Syncer) runOn(ctx context.Context, m *redis.Client, asking bool, script
 			cmd, wait, err = s.pipeline(ctx, m, n, asking, script, false, keys, args)
 		}
 	}
-	var rerr redis.Error
-	if err != nil && s.cluster != nil && !errors.As(err, &rerr) {
+	if err != nil && s.cluster != nil && !isRedisError(err) {
 		// A connection error: the slot's master may have failed over, and
 		// go-redis would keep routing to the dead one for up to its state
 		// reload interval. Reload in the background for the next call.
@@ -524,4 +523,12 @@ func AutoPipeliner(rdb any) (redis.Scripter, error) {
 		return nil, fmt.Errorf("rlock: starting the auto-pipeliner: %w", err)
 	}
 	return ap, nil
+}
+
+// isRedisError reports whether err is a reply of the server (not a
+// connection error). Its own function, so that the target errors.As needs
+// is allocated only when there is an error to look at.
+func isRedisError(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr)
 }
