@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -130,6 +131,8 @@ const (
 func singleNodeContenders() []contender {
 	return []contender{
 		{name: "floor", config: "SET NX PX + compare-and-delete, retry 1 ms", single: true, nodes: 1, open: openFloor},
+		{name: redissonFloorName, config: "Redisson-layout scripts, retry 1 ms; a floor, not a library", single: true, open: openRedissonFloor(false)},
+		{name: redissonFloorName, config: "the same with exactly-once releases (replay latch); a floor, not a library", single: true, open: openRedissonFloor(true)},
 		{name: "rlock", config: "reentrant", single: true, fair: true, nodes: 1, open: openRlock},
 		{name: "rlock", config: "fair", single: true, fair: true, open: openRlockFair},
 		{name: "rlock", config: "reentrant, WithAutoPipeline", single: true, open: openRlockAutoPipeline},
@@ -516,4 +519,69 @@ func (m *rueidisMutex) unlock(context.Context) error {
 	m.cancel() // releases the keys and waits for the deletions
 	m.cancel = nil
 	return nil
+}
+
+// --- Redisson-layout floors (scenarios 1-3) --------------------------------
+// Not libraries: the least a lock in Redisson's layout sends (see
+// internal/floor), retried every floorRetry like the floor; and the same
+// with exactly-once last releases (a replay latch), the least rlock's
+// guarantees cost on top of the layout. Both show where rlock stands
+// against what its data layout and its guarantees cost, before any client
+// bookkeeping.
+
+const redissonFloorName = "redisson-floor"
+
+type redissonFloorProcess struct {
+	rdb      *redis.Client
+	once     bool // release with RedissonReleaseOnce
+	requests atomic.Int64
+}
+
+func openRedissonFloor(once bool) func(context.Context, []string, *runStats) (process, error) {
+	return func(_ context.Context, addrs []string, st *runStats) (process, error) {
+		return &redissonFloorProcess{rdb: newRedis(addrs[0], st), once: once}, nil
+	}
+}
+
+func (p *redissonFloorProcess) mutex(name string) (mutex, error) {
+	owner := randomToken() + ":1" // an owner field: client ID, thread
+	return &redissonFloorMutex{p: p, owner: owner,
+		keys: []string{name, "redisson_lock__channel:{" + name + "}", "rlock_latch:{" + name + "}:" + owner}}, nil
+}
+
+func (p *redissonFloorProcess) close() error { return p.rdb.Close() }
+
+type redissonFloorMutex struct {
+	p     *redissonFloorProcess
+	owner string
+	keys  []string // the lock, its channel, the owner's latch
+}
+
+func (m *redissonFloorMutex) lock(ctx context.Context) error {
+	for {
+		err := floor.RedissonAcquire.Run(ctx, m.p.rdb, m.keys[:1], floorTTL.Milliseconds(), m.owner).Err()
+		if err == redis.Nil { // granted
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := sleepCtx(ctx, floorRetry); err != nil {
+			return err
+		}
+	}
+}
+
+func (m *redissonFloorMutex) unlock(ctx context.Context) error {
+	var err error
+	if m.p.once {
+		request := strconv.FormatInt(m.p.requests.Add(1), 36)
+		err = floor.RedissonReleaseOnce.Run(ctx, m.p.rdb, m.keys, 0, floorTTL.Milliseconds(), m.owner, request, 60000).Err()
+	} else {
+		err = floor.RedissonRelease.Run(ctx, m.p.rdb, m.keys[:2], 0, floorTTL.Milliseconds(), m.owner).Err()
+	}
+	if err == redis.Nil {
+		return errNotHeld
+	}
+	return err
 }

@@ -45,7 +45,7 @@ func smoke(t *testing.T, mini bool) {
 		t.Fatal(err)
 	}
 	table := stdout.String()
-	for _, want := range []string{"### 1.", "### 2.", "### 3.", "### 4.", "### 5.", "### 6.", "### 7.", "### 8.", "### 8s.", "### 9.", "| rlock (rwlock)", "| rlock (reentrant lock for reads and writes)", "| floor (", "| rlock (reentrant)", "| redsync (", "| redislock ("} {
+	for _, want := range []string{"### 1.", "### 2.", "### 3.", "### 4.", "### 5.", "### 6.", "### 7.", "### 8.", "### 8s.", "### 9.", "| rlock (rwlock)", "| rlock (reentrant lock for reads and writes)", "| floor (", "| redisson-floor (", "| rlock (reentrant)", "| redsync (", "| redislock ("} {
 		if !strings.Contains(table, want) {
 			t.Errorf("the table lacks %q:\n%s", want, table)
 		}
@@ -76,7 +76,7 @@ func smoke(t *testing.T, mini bool) {
 		if r.Violations > 0 {
 			t.Errorf("%s in scenario %s: mutual exclusion violated %d times", r.Contender, r.Scenario, r.Violations)
 		}
-		ours := r.Library == "floor" || r.Library == "rlock" || r.Scenario == "rtt"
+		ours := r.Library == "floor" || r.Library == redissonFloorName || r.Library == "rlock" || r.Scenario == "rtt"
 		switch {
 		case r.Errors > 0 && ours:
 			t.Errorf("%s in scenario %s: %d errors, first: %s", r.Contender, r.Scenario, r.Errors, r.FirstError)

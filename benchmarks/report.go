@@ -259,12 +259,13 @@ type bar struct {
 }
 
 var libraryColor = map[string]string{
-	"floor":         "#8c8c8c",
-	"redlock-floor": "#b5b5b5",
-	"rlock":         "#1f6fd1",
-	"redsync":       "#e07b16",
-	"redislock":     "#2c9c4a",
-	"rueidislock":   "#8e44ad",
+	"floor":          "#8c8c8c",
+	"redlock-floor":  "#b5b5b5",
+	"redisson-floor": "#a0a0a0",
+	"rlock":          "#1f6fd1",
+	"redsync":        "#e07b16",
+	"redislock":      "#2c9c4a",
+	"rueidislock":    "#8e44ad",
 }
 
 func panels(rep *report) []panel {

@@ -34,4 +34,27 @@ end
 redis.call('del', KEYS[1])
 redis.call('publish', KEYS[2], ARGV[1])
 return 1`)
+
+	// RedissonReleaseOnce is RedissonRelease with exactly-once last
+	// releases, the least that guarantee costs: the last release records
+	// its request ID in a latch key, reading the record it replaces
+	// (SET ... PX ... GET), and a copy of it, re-sent after a lost reply
+	// or arriving late after the owner took the lock again, is answered
+	// from the record and changes nothing. KEYS[3] the owner's latch;
+	// ARGV[4] the request ID, ARGV[5] the latch's lifetime (ms). As
+	// RedissonRelease, and 1 for a copy of a release that ran.
+	RedissonReleaseOnce = redis.NewScript(`local held = tonumber(redis.call('hget', KEYS[1], ARGV[3]) or '0')
+if held == 0 then
+if redis.call('get', KEYS[3]) == ARGV[4] then return 1 end
+return nil
+end
+if held > 1 then
+redis.call('hincrby', KEYS[1], ARGV[3], -1)
+redis.call('pexpire', KEYS[1], ARGV[2])
+return 0
+end
+if redis.call('set', KEYS[3], ARGV[4], 'px', ARGV[5], 'get') == ARGV[4] then return 1 end
+redis.call('del', KEYS[1])
+redis.call('publish', KEYS[2], ARGV[1])
+return 1`)
 )
