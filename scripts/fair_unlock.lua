@@ -1,6 +1,6 @@
 -- Release one hold of a fair lock; the last release wakes the head waiter
 -- only, on its own channel. Uses the preludes holds.lua, publish.lua and
--- fair_common.lua.
+-- fair_common.lua, which go after the fast path (at the preludes line).
 -- KEYS[1..3]  the lock hash, queue and scores (see fair_common.lua)
 -- KEYS[4]     the owner's latch key (same hash slot; see ran_by)
 -- KEYS[5]     rlock waiters' liveness hash (see fair_common.lua)
@@ -12,9 +12,27 @@
 -- ARGV[6]     the lock's channel; waiter w listens on ARGV[6] .. ':' .. w
 -- ARGV[7]     how to publish: 'c', 's' or 'cs' (see publish.lua)
 -- ARGV[8]     this request's ID, recorded in the latch
--- Reply:      as unlock.lua: {1, 0} released, {0, holds} still held,
---             {-1, 0} not held by this owner (nothing changed)
-local reply = release(KEYS[1], ARGV[2], ARGV[3], ARGV[1], KEYS[4], ARGV[8])
+-- Reply:      as unlock.lua: {1, 0} released (1 from the fast path, see
+--             lua.ReleaseReply), {0, holds} still held, {-1, 0} not held by
+--             this owner (nothing changed)
+--
+-- The fast path, before the preludes are defined (see lua.preludesHere):
+-- the owner's last hold with nobody in line, so nobody to wake. As in
+-- unlock.lua, it records the release in the latch with SET ... GET and
+-- answers a copy of a release that ran from the record it replaced. The
+-- slow path is handed the field it read.
+local stored = redis.call('HGET', KEYS[1], ARGV[2])
+if stored == '1' and tonumber(ARGV[3]) == 1 and redis.call('LINDEX', KEYS[2], 0) == false then
+  local latched = redis.call('SET', KEYS[4], ARGV[8] or '1', 'PX', ARGV[5], 'GET')
+  if ARGV[8] and latched == ARGV[8] then -- ran_by, inlined (a record without a request counts only when no hold is left)
+    return {1, 0}
+  end
+  redis.call('DEL', KEYS[1])
+  return 1 -- {1, 0}: a bare integer costs Redis less than a table
+end
+--@preludes
+
+local reply = release(KEYS[1], ARGV[2], ARGV[3], ARGV[1], KEYS[4], ARGV[8], nil, stored)
 if reply then
   return reply
 end
