@@ -45,8 +45,15 @@
 -- free lock with nobody in line, taken by a new owner. It does what take
 -- does for an owner that is not queued: the owner's score and liveness
 -- entry go (it has none while the queue is empty, unless a client left
--- them behind), and the lock is granted.
-if tonumber(ARGV[3]) == 0 and redis.call('EXISTS', KEYS[1]) == 0 and redis.call('LINDEX', KEYS[2], 0) == false then
+-- them behind), and the lock is granted. What it reads (the lock's PTTL,
+-- and when the lock is free the queue's first two entries) is what the
+-- slow path reads first: the slow path does not read it again.
+local ttl = redis.call('PTTL', KEYS[1]) -- -2: free
+local line -- the queue's first two entries, read when the lock is free
+if ttl == -2 and tonumber(ARGV[3]) == 0 then
+  line = redis.call('LRANGE', KEYS[2], 0, 1)
+end
+if line and not line[1] then
   redis.call('ZREM', KEYS[3], ARGV[2])
   redis.call('HDEL', KEYS[#KEYS], ARGV[2]) -- alive_key(), inlined
   redis.call('HSET', KEYS[1], ARGV[2], 1)
@@ -126,7 +133,6 @@ local function take(queued, line)
   return {1, 1, fencing_token(KEYS[4], ARGV[4], true)}
 end
 
-local ttl = redis.call('PTTL', KEYS[1]) -- -2: free
 local held = 0
 if ttl ~= -2 then
   held = holds_of(KEYS[1], me)
@@ -141,7 +147,7 @@ end
 local wait = ttl
 local head, pruned, d
 if ttl == -2 then
-  local line = redis.call('LRANGE', KEYS[2], 0, 1)
+  line = line or redis.call('LRANGE', KEYS[2], 0, 1)
   if not line[1] or line[1] == me then
     return take(line[1] == me, line)
   end

@@ -20,9 +20,13 @@
 -- the owner's last hold with nobody in line, so nobody to wake. As in
 -- unlock.lua, it records the release in the latch with SET ... GET and
 -- answers a copy of a release that ran from the record it replaced. The
--- slow path is handed the field it read.
+-- slow path is handed the field and the head of the queue it read.
 local stored = redis.call('HGET', KEYS[1], ARGV[2])
-if stored == '1' and tonumber(ARGV[3]) == 1 and redis.call('LINDEX', KEYS[2], 0) == false then
+local head -- the queue's first entry, read for what looks like the last hold
+if stored == '1' and tonumber(ARGV[3]) == 1 then
+  head = redis.call('LINDEX', KEYS[2], 0)
+end
+if head == false then
   local latched = redis.call('SET', KEYS[4], ARGV[8] or '1', 'PX', ARGV[5], 'GET')
   if ARGV[8] and latched == ARGV[8] then -- ran_by, inlined (a record without a request counts only when no hold is left)
     return {1, 0}
@@ -37,6 +41,6 @@ if reply then
   return reply
 end
 redis.call('DEL', KEYS[1])
-wake(ARGV[6], prune(ARGV[6], ARGV[4], ARGV[7]), ARGV[4], ARGV[7])
+wake(ARGV[6], prune(ARGV[6], ARGV[4], ARGV[7], nil, head or nil), ARGV[4], ARGV[7])
 set_latch(KEYS[4], ARGV[8], ARGV[5])
 return {1, 0}
