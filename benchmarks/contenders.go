@@ -21,6 +21,7 @@ import (
 
 	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/fair"
+	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/floor"
 	"github.com/rlock-go/rlock/redlock"
 	"github.com/rlock-go/rlock/reentrant"
@@ -546,7 +547,7 @@ func openRedissonFloor(once bool) func(context.Context, []string, *runStats) (pr
 func (p *redissonFloorProcess) mutex(name string) (mutex, error) {
 	owner := randomToken() + ":1" // an owner field: client ID, thread
 	return &redissonFloorMutex{p: p, owner: owner,
-		keys: []string{name, "redisson_lock__channel:{" + name + "}", "rlock_latch:{" + name + "}:" + owner}}, nil
+		keys: []string{name, base.Channel(name), base.DerivedKey(base.LatchPrefix, name) + ":" + owner}}, nil
 }
 
 func (p *redissonFloorProcess) close() error { return p.rdb.Close() }
@@ -559,11 +560,8 @@ type redissonFloorMutex struct {
 
 func (m *redissonFloorMutex) lock(ctx context.Context) error {
 	for {
-		err := floor.RedissonAcquire.Run(ctx, m.p.rdb, m.keys[:1], floorTTL.Milliseconds(), m.owner).Err()
-		if err == redis.Nil { // granted
-			return nil
-		}
-		if err != nil {
+		ok, err := redissonAcquire(ctx, m.p.rdb, m.keys[0], m.owner)
+		if err != nil || ok {
 			return err
 		}
 		if err := sleepCtx(ctx, floorRetry); err != nil {

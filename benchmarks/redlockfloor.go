@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/floor"
 )
 
@@ -59,7 +60,7 @@ func openRedlockFloor(redisson, workers bool) func(context.Context, []string, *r
 }
 
 func (p *redlockFloorProcess) mutex(name string) (mutex, error) {
-	m := &redlockFloorMutex{p: p, keys: []string{name, "redisson_lock__channel:{" + name + "}"}, token: randomToken()}
+	m := &redlockFloorMutex{p: p, keys: []string{name, base.Channel(name)}, token: randomToken()}
 	if p.redisson {
 		m.token = randomToken() + ":1" // an owner field: client ID, thread
 	}
@@ -119,11 +120,7 @@ func (m *redlockFloorMutex) lock(ctx context.Context) error {
 			if !m.p.redisson {
 				return rdb.SetNX(ctx, m.keys[0], m.token, floorTTL).Result()
 			}
-			err := floor.RedissonAcquire.Run(ctx, rdb, m.keys[:1], floorTTL.Milliseconds(), m.token).Err()
-			if err == redis.Nil {
-				return true, nil
-			}
-			return false, err
+			return redissonAcquire(ctx, rdb, m.keys[0], m.token)
 		})
 		if err != nil || n >= quorum {
 			return err
@@ -153,4 +150,15 @@ func (m *redlockFloorMutex) unlock(ctx context.Context) error {
 		err = errNotHeld
 	}
 	return err
+}
+
+// redissonAcquire runs the Redisson-layout floor's acquire script once on
+// rdb for owner and reports whether it granted the lock (the script replies
+// nil for a grant and the lock's PTTL otherwise).
+func redissonAcquire(ctx context.Context, rdb *redis.Client, key, owner string) (bool, error) {
+	err := floor.RedissonAcquire.Run(ctx, rdb, []string{key}, floorTTL.Milliseconds(), owner).Err()
+	if err == redis.Nil {
+		return true, nil
+	}
+	return false, err
 }

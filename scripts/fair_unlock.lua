@@ -41,6 +41,6 @@ if reply then
   return reply
 end
 redis.call('DEL', KEYS[1])
-wake(ARGV[6], prune(ARGV[6], ARGV[4], ARGV[7], nil, head or nil), ARGV[4], ARGV[7])
+wake(ARGV[6], prune(ARGV[6], ARGV[4], ARGV[7], nil, head), ARGV[4], ARGV[7])
 set_latch(KEYS[4], ARGV[8], ARGV[5])
 return {1, 0}

@@ -212,8 +212,9 @@ func All() []*redis.Script {
 		RWReadLock, RWWriteLock, RWUnlockRead, RWUnlockWrite, RWForceUnlock, RWLeave, RWHolds, RWState}
 }
 
-// The reentrant lock's fast paths (lock.lua, unlock.lua) reply with the
-// bare integer 1 where every other path replies with a table: Redis takes
+// The reentrant and fair locks' fast paths (lock.lua, unlock.lua,
+// fair_lock.lua, fair_unlock.lua) reply with the bare integer 1 where
+// every other path replies with a table: Redis takes
 // about half a microsecond to build and send a table, and the client
 // allocates for every element. AcquireReply and ReleaseReply read any
 // acquire or release script's reply as the table it stands for; callers
