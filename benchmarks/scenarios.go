@@ -638,7 +638,7 @@ func runWaitersScale(ctx context.Context, b *bench, _ string, c contender) *resu
 
 	g0 := runtime.NumGoroutine()
 	h0 := heapInUse()
-	var attempts atomic.Int64
+	var attempts, looks atomic.Int64
 	ps := make([]*rlockProcess, max(b.waiterClients, 1))
 	for i := range ps {
 		p, err := openRlockWith(b.nodes[0].addr, nil)
@@ -646,7 +646,7 @@ func runWaitersScale(ctx context.Context, b *bench, _ string, c contender) *resu
 			r.fail(err)
 			return r
 		}
-		p.rdb.AddHook(attemptHook{&attempts})
+		p.rdb.AddHook(attemptHook{&attempts, &looks})
 		defer func() { r.fail(p.close()) }()
 		ps[i] = p
 	}
@@ -694,7 +694,7 @@ func runWaitersScale(ctx context.Context, b *bench, _ string, c contender) *resu
 	}
 	time.Sleep(time.Second) // let the retries on subscription confirmations settle
 	ws := blocked()
-	before := attempts.Load()
+	before, looksBefore := attempts.Load(), looks.Load()
 	heap := float64(heapInUse()) - float64(h0)
 	goroutines := runtime.NumGoroutine() - g0 - b.waiters
 	serverPubsub, err := b.nodes[0].pubsubConnections(ctx)
@@ -707,7 +707,7 @@ func runWaitersScale(ctx context.Context, b *bench, _ string, c contender) *resu
 	granted.Wait()
 	wake := time.Since(start)
 	wg.Wait()
-	woken := attempts.Load() - before
+	woken, looked := attempts.Load()-before, looks.Load()-looksBefore
 	r.Errors += errs
 	if first != nil && r.FirstError == "" {
 		r.FirstError = first.Error()
@@ -724,6 +724,7 @@ func runWaitersScale(ctx context.Context, b *bench, _ string, c contender) *resu
 		"grants_per_second_wake":    float64(b.waiters) / wake.Seconds(),
 		"waiter_clients":            float64(len(ps)),
 		"attempts_per_grant_wake":   float64(woken) / float64(b.waiters),
+		"looks_per_grant_wake":      float64(looked) / float64(b.waiters),
 	}
 	if serverPubsub >= 0 {
 		r.Figures["pubsub_connections_server"] = float64(serverPubsub)
@@ -732,14 +733,19 @@ func runWaitersScale(ctx context.Context, b *bench, _ string, c contender) *resu
 	return r
 }
 
-// attemptHook counts rlock's reentrant acquire script calls (attempts).
-type attemptHook struct{ n *atomic.Int64 }
+// attemptHook counts rlock's reentrant acquire script calls (attempts),
+// and the PTTLs (looks) a waiter designated second sends instead of an
+// attempt while the lock is held.
+type attemptHook struct{ n, looks *atomic.Int64 }
 
 func (h attemptHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h attemptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if args := cmd.Args(); len(args) > 1 && args[1] == lua.Lock.Hash() {
+		switch args := cmd.Args(); {
+		case len(args) > 1 && args[1] == lua.Lock.Hash():
 			h.n.Add(1)
+		case cmd.Name() == "pttl":
+			h.looks.Add(1)
 		}
 		return next(ctx, cmd)
 	}

@@ -95,31 +95,56 @@ type herdSetup struct {
 	name     string
 	holder   *reentrant.Lock
 	rdb      redis.UniversalClient
-	bDone    chan error
-	bLock    *reentrant.Lock
+	b        *herdWaiter
 	registry string
+}
+
+// herdWaiter is a client with one Lock call waiting, subscribed: its
+// attempts (answered), and the call's ctx, cancel and result.
+type herdWaiter struct {
+	c      *rlock.Client
+	l      *reentrant.Lock
+	hook   answeredHook
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan error // the Lock's error, or Unlock's after a grant if unlock
 }
 
 func newHerdSetup(t *testing.T, b *redistest.Backend) *herdSetup {
 	ctx := context.Background()
-	s := &herdSetup{name: redistest.Name(t), rdb: b.NewClient(t), bDone: make(chan error, 1)}
+	s := &herdSetup{name: redistest.Name(t), rdb: b.NewClient(t)}
 	s.registry = base.Waiters(s.name)
 	s.holder = newLock(t, clientOn(t, b.NewClient(t)), s.name, reentrant.WithLease(time.Minute))
 	require.NoError(t, s.holder.Lock(ctx))
-	cb := clientOn(t, b.NewClient(t))
-	s.bLock = newLock(t, cb, s.name)
-	bctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	t.Cleanup(cancel)
-	go func() {
-		err := s.bLock.Lock(bctx)
-		if err == nil {
-			err = s.bLock.Unlock(context.Background())
-		}
-		s.bDone <- err
-	}()
-	require.Eventually(t, func() bool { return cb.Waiters().Waiters == 1 && s.registered(t, waiters.Tag(cb.ID())) },
-		10*time.Second, time.Millisecond)
+	s.b = s.waiter(t, b, true)
 	return s
+}
+
+// waiter starts a Lock call on a new client and returns once it waits
+// with its client registered and its subscription confirmed: the call has
+// tried twice, once before waiting and once on the confirmation. (A
+// client registered but not yet subscribed hears no designation; its
+// waiter's retry on the confirmation makes up for it.) With unlock, a
+// granted call unlocks at once.
+func (s *herdSetup) waiter(t *testing.T, b *redistest.Backend, unlock bool) *herdWaiter {
+	w := &herdWaiter{done: make(chan error, 1)}
+	rdb := b.NewClient(t)
+	rdb.AddHook(&w.hook)
+	w.c = clientOn(t, rdb)
+	w.l = newLock(t, w.c, s.name)
+	w.ctx, w.cancel = context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(w.cancel)
+	go func() {
+		err := w.l.Lock(w.ctx)
+		if err == nil && unlock {
+			err = w.l.Unlock(context.Background())
+		}
+		w.done <- err
+	}()
+	require.Eventually(t, func() bool {
+		return w.c.Waiters().Waiters == 1 && w.hook.attempts.Load() >= 2 && s.registered(t, waiters.Tag(w.c.ID()))
+	}, 10*time.Second, time.Millisecond)
+	return w
 }
 
 // registered reports whether tag is in the registry.
@@ -135,10 +160,19 @@ func (s *herdSetup) registered(t *testing.T, tag string) bool {
 // first puts tags at the head of the registry (least recently attempted).
 func (s *herdSetup) first(t *testing.T, tags ...string) {
 	for i, tag := range tags {
-		// live for a minute, but ahead of every real registration
-		score := float64(time.Now().Add(time.Minute).UnixMilli() - int64(len(tags)-i)*100000)
-		require.NoError(t, s.rdb.ZAdd(context.Background(), s.registry, redis.Z{Score: score, Member: tag}).Err())
+		require.NoError(t, s.rdb.ZAdd(context.Background(), s.registry, redis.Z{Score: aheadOfRegistrations(len(tags), i), Member: tag}).Err())
 	}
+}
+
+// aheadOfRegistrations is the registry score of the i-th of n rigged
+// registrations: live for a minute (designate.lua drops registrations
+// whose score, in server milliseconds, has passed), and ahead of every
+// real registration of a waiter on a lock with a minute's lease, which
+// lives for the lock's TTL and a grace more. (Regression: the scores were
+// 100 s apart and 40 s or more in the past, so every rigged tag was
+// dropped unheard and the tests below passed whatever designation did.)
+func aheadOfRegistrations(n, i int) float64 {
+	return float64(time.Now().Add(time.Minute).UnixMilli() - int64(n-i)*100)
 }
 
 // releaseWakesB releases the holder and requires b's waiter to get the
@@ -146,7 +180,7 @@ func (s *herdSetup) first(t *testing.T, tags ...string) {
 func (s *herdSetup) releaseWakesB(t *testing.T, why string) {
 	require.NoError(t, s.holder.Unlock(context.Background()))
 	select {
-	case err := <-s.bDone:
+	case err := <-s.b.done:
 		require.NoError(t, err, why)
 	case <-time.After(15 * time.Second):
 		t.Fatal(why)
@@ -159,14 +193,11 @@ func (s *herdSetup) releaseWakesB(t *testing.T, why string) {
 func TestHerdCrashedDesignatedClientDoesNotStall(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		s := newHerdSetup(t, b)
-		crashed := clientOn(t, b.NewClient(t), rlock.WithClientID("crashed-"+s.name))
-		cl := newLock(t, crashed, s.name)
-		cctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go func() { _ = cl.Lock(cctx) }()
-		tag := waiters.Tag(crashed.ID())
-		require.Eventually(t, func() bool { return s.registered(t, tag) }, 10*time.Second, time.Millisecond)
-		require.NoError(t, crashed.Close()) // no unregistering: as a crash
+		crashed := s.waiter(t, b, false)
+		require.NoError(t, crashed.c.Close()) // no unregistering: as a crash
+		require.ErrorIs(t, <-crashed.done, rlock.ErrClosed)
+		tag := waiters.Tag(crashed.c.ID())
+		require.True(t, s.registered(t, tag))
 		s.first(t, tag)
 		s.releaseWakesB(t, "a crashed designated client left the release waking nobody")
 	})
@@ -178,38 +209,87 @@ func TestHerdCrashedDesignatedClientDoesNotStall(t *testing.T) {
 func TestHerdDesignatedClientWithoutWaiterPassesOn(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		s := newHerdSetup(t, b)
-		left := clientOn(t, b.NewClient(t))
-		ll := newLock(t, left, s.name)
-		lctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- ll.Lock(lctx) }()
-		tag := waiters.Tag(left.ID())
-		require.Eventually(t, func() bool { return s.registered(t, tag) && left.Waiters().Waiters == 1 }, 10*time.Second, time.Millisecond)
-		cancel()
-		require.ErrorIs(t, <-done, context.Canceled)
-		s.first(t, waiters.Tag("gone-"+s.name), tag)
+		left := s.waiter(t, b, false)
+		left.cancel()
+		require.ErrorIs(t, <-left.done, context.Canceled)
+		// The channel lingers (a second) with nobody waiting, the client
+		// still registered: the release comes well within it.
+		s.first(t, waiters.Tag("gone-"+s.name), waiters.Tag(left.c.ID()))
 		s.releaseWakesB(t, "the designation of a client without waiters was not passed on")
 	})
 }
 
 // A designated client whose woken waiter's attempt fails, with no other
-// waiter of its own, passes the designation on.
+// waiter of its own, passes the designation on; designated second, the
+// waiter's look at the lock fails instead, and it passes the designation
+// on just the same. The other designee is a tag nobody has.
 func TestHerdDesignatedWakeUpWhoseAttemptFailsPassesOn(t *testing.T) {
+	for _, second := range []bool{false, true} {
+		t.Run(fmt.Sprintf("second=%v", second), func(t *testing.T) {
+			redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+				s := newHerdSetup(t, b)
+				failing := s.waiter(t, b, false)
+				restore := core.FailNextWokenAttempt(failing.ctx, failing.cancel)
+				defer restore()
+				tags := []string{waiters.Tag(failing.c.ID()), waiters.Tag("gone-" + s.name)}
+				if second {
+					tags[0], tags[1] = tags[1], tags[0]
+				}
+				s.first(t, tags...)
+				s.releaseWakesB(t, "the designation whose attempt failed was not passed on")
+				require.ErrorIs(t, <-failing.done, context.Canceled)
+			})
+		})
+	}
+}
+
+// answeredHook counts the acquire script calls (attempts) and PTTLs
+// (looks) a go-redis client sent and got an answer to.
+type answeredHook struct{ attempts, looks atomic.Int64 }
+
+func (h *answeredHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *answeredHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		switch args := cmd.Args(); {
+		case len(args) > 1 && args[1] == lua.Lock.Hash():
+			h.attempts.Add(1)
+		case cmd.Name() == "pttl":
+			h.looks.Add(1)
+		}
+		return err
+	}
+}
+func (h *answeredHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// Issue 15, the herd: a release designates two clients, the second in
+// case the first is gone, and both woke a waiter that tried for the lock,
+// so every grant cost two attempts (2.02-2.04 per grant at 50 clients).
+// The second designee's waiter now looks first, and tries only if the
+// lock is still free. Here the first designee (a) takes the lock before
+// the second (b) acts on its wake-up; b must not try until a releases.
+func TestHerdSecondDesigneeTriesOnlyIfTheLockIsFree(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		s := newHerdSetup(t, b)
-		failing := clientOn(t, b.NewClient(t))
-		fl := newLock(t, failing, s.name)
-		fctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		done := make(chan error, 1)
-		go func() { done <- fl.Lock(fctx) }()
-		tag := waiters.Tag(failing.ID())
-		require.Eventually(t, func() bool { return s.registered(t, tag) && failing.Waiters().Waiters == 1 }, 10*time.Second, time.Millisecond)
-		restore := core.FailNextWokenAttempt(fctx, cancel)
+		a := s.waiter(t, b, false)
+		s.first(t, waiters.Tag(a.c.ID()), waiters.Tag(s.b.c.ID()))
+		aHolds := make(chan struct{})
+		restore := core.OnNextWakeUp(s.b.ctx, func() { <-aHolds })
 		defer restore()
-		s.first(t, waiters.Tag("gone-"+s.name), tag)
-		s.releaseWakesB(t, "the designation whose attempt failed was not passed on")
-		require.ErrorIs(t, <-done, context.Canceled)
+		bh := &s.b.hook
+		acted, attempts := bh.attempts.Load()+bh.looks.Load(), bh.attempts.Load()
+
+		require.NoError(t, s.holder.Unlock(context.Background()))
+		require.NoError(t, <-a.done)
+		close(aHolds)
+		require.Eventually(t, func() bool { return bh.attempts.Load()+bh.looks.Load() > acted }, 10*time.Second, time.Millisecond,
+			"b did not act on its wake-up")
+		require.Equal(t, attempts, bh.attempts.Load(), "b tried for the lock a holds")
+		require.NoError(t, a.l.Unlock(context.Background()))
+		require.NoError(t, <-s.b.done)
+		require.Equal(t, attempts+1, bh.attempts.Load(), "b's grant took more than one attempt")
 	})
 }
 
@@ -243,7 +323,7 @@ func TestHerdRedissonWaitersStillWoken(t *testing.T) {
 		for err := range errs {
 			require.NoError(t, err)
 		}
-		require.NoError(t, <-s.bDone)
+		require.NoError(t, <-s.b.done)
 	})
 }
 

@@ -14,7 +14,9 @@
 -- the two in order. A hub that sees a designation for another client drops
 -- the "0" that follows; the designated client wakes one waiter. Redisson
 -- reads the channel with its LongCodec and acts on 0 and 1 only, so a
--- tag, an integer, is ignored there; its waiters still get the "0".
+-- tag, an integer, is ignored there; its waiters still get the "0". The
+-- second designated client is there in case the first is gone: its woken
+-- waiter looks at the lock first and tries only if it is still free.
 
 -- live_grace (ms) is added to a registration's deadline: the time a
 -- waiting call may take beyond its due attempt (scheduling, the round

@@ -368,6 +368,29 @@ func (c *Client) goBackground(f func()) bool {
 	return true
 }
 
+// await runs f, which must change nothing on the server, and returns once
+// it has; or, when ctx ends first, returns ctx's error at once and leaves
+// f to finish on a background worker (go-redis cannot abandon a read), so
+// that the caller returns the moment ctx ends. f runs on the calling
+// goroutine when ctx cannot end, or a combinator asks (see inline). It
+// returns base.ErrClosed, running nothing, once the client is closing.
+func (c *Client) await(ctx context.Context, f func()) error {
+	if ctx.Done() == nil || inline(ctx) {
+		f()
+		return nil
+	}
+	done := make(chan struct{})
+	if !c.goBackground(func() { defer close(done); f() }) {
+		return base.ErrClosed
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // enterBackground counts one more piece of background work that Close
 // waits for (the caller calls c.bg.Done when it is over), and reports false
 // (counting nothing) once Close has started waiting.

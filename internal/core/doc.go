@@ -59,7 +59,8 @@
 //     A waiting call's attempts register its client in the lock's waiter
 //     registry (waitPlan.registers), and the last release designates up to
 //     two registered clients to wake a waiter (scripts/designate.lua), so a
-//     release costs one or two attempts however many clients wait; the
+//     release costs one or two attempts however many clients wait (the
+//     second client's waiter looks before it tries: sleepUntilTry); the
 //     registration lapses by itself, so leaving is nothing (the hub
 //     unregisters a client when it drops the channel, and passes on a
 //     designation it cannot use: Client.passOn).

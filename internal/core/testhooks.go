@@ -51,6 +51,20 @@ func FailNextWokenAttempt(ctx context.Context, cancel context.CancelFunc) (resto
 	return func() { testHookWoken.Store(nil) }
 }
 
+// OnNextWakeUp arranges, for tests, that fn runs once in a Lock waiting
+// with ctx, after its next wake-up and before it acts on it (looks at the
+// lock or tries for it). Call restore when done.
+func OnNextWakeUp(ctx context.Context, fn func()) (restore func()) {
+	var once sync.Once
+	hook := func(wctx context.Context) {
+		if wctx == ctx {
+			once.Do(fn)
+		}
+	}
+	testHookWoken.Store(&hook)
+	return func() { testHookWoken.Store(nil) }
+}
+
 // testHookAttempted, when set, runs in a blocking Lock after its first
 // attempt left it waiting and before the call joins its channel (a plan
 // that joins early has joined before the attempt): tests use it to publish

@@ -107,8 +107,9 @@ func (l *Lock) waitAndRetry(ctx context.Context, w *waiters.Waiter, ws *waitStat
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
-		timer.Reset(min(out.wait(l.c.maxPoll), ws.plan.poll))
-		woken, err := l.sleep(ctx, w, timer, ws)
+		wait := min(out.wait(l.c.maxPoll), ws.plan.poll)
+		timer.Reset(wait)
+		woken, err := l.sleepUntilTry(ctx, w, timer, time.Now().Add(wait), ws)
 		if err != nil {
 			return err
 		}
@@ -134,6 +135,63 @@ func (l *Lock) sleep(ctx context.Context, w *waiters.Waiter, timer *time.Timer, 
 	case <-l.c.closing:
 		return false, base.ErrClosed
 	}
+}
+
+// sleepUntilTry is sleep, except after a wake-up that designated the
+// client second (see waiters.Waiter.Second): the first designee's waiter,
+// woken by the same release, is most likely taking the lock, so the call
+// looks at the lock instead of trying for it, and while it is held sleeps
+// again, until the lock's TTL or until due (when it would have tried
+// anyway, which keeps its client's registration live), whichever comes
+// first. So a release costs one attempt, and a second when the first
+// designee is gone or slower than the second's look (issue 15's herd).
+// timer runs until due.
+func (l *Lock) sleepUntilTry(ctx context.Context, w *waiters.Waiter, timer *time.Timer, due time.Time, ws *waitState) (woken bool, err error) {
+	for {
+		woken, err := l.sleep(ctx, w, timer, ws)
+		if err != nil || !woken || !ws.plan.registers || !w.Second() {
+			return woken, err
+		}
+		ttl, held, err := l.look(ctx)
+		if err != nil { // the call ends without acting on its designation
+			w.PassOn()
+			if errors.Is(err, base.ErrClosed) {
+				return false, err
+			}
+			return false, ws.ctxErr(ctx)
+		}
+		if !held {
+			return true, nil
+		}
+		left := time.Until(due)
+		if ttl >= 0 {
+			left = min(left, max(ttl, time.Millisecond))
+		}
+		if left <= 0 {
+			return false, nil // due: try as the timer would have
+		}
+		timer.Reset(left)
+	}
+}
+
+// look reads the lock's TTL without trying for it: held reports whether
+// the lock exists, and ttl is negative for a lock without expiry. A read
+// that fails reports the lock free, so the attempt that follows finds
+// out. It returns an error only when ctx ends (at once, leaving the read
+// to a background worker as attempt does) or the client is closed.
+func (l *Lock) look(ctx context.Context) (ttl time.Duration, held bool, err error) {
+	var d time.Duration
+	var rerr error
+	if err := l.c.await(ctx, func() { d, rerr = l.c.rdb.PTTL(ctx, l.name).Result() }); err != nil {
+		return 0, false, err
+	}
+	switch {
+	case rerr != nil, d == -2, d == -2*time.Millisecond: // -2: no such key (in ms with some servers)
+		return 0, false, nil
+	case d < 0:
+		return -1, true, nil
+	}
+	return d, true, nil
 }
 
 // retry is a waiting call's next attempt. A wake-up whose attempt fails is

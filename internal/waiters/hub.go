@@ -17,7 +17,9 @@
 // tell every other hub to drop that "0", so one release costs one or two
 // retries in all, however many clients wait. A designated hub with no
 // waiter left to wake, or whose woken waiter gives the wake-up back
-// unused, passes the designation on (see SetDesignation).
+// unused, passes the designation on (see SetDesignation). The second of
+// two designated clients is there in case the first is gone: its woken
+// waiter is told so (see Waiter.Second), and looks before it tries.
 //
 // On a Redis Cluster the hub can also listen with sharded pub/sub
 // (SSUBSCRIBE, Redis 7+), which Redis keeps apart from classic pub/sub
@@ -144,14 +146,19 @@ const (
 )
 
 // designation is what a topic's connection last heard before an unlock
-// message: nothing, a designation of another client only, or of this one.
+// message: nothing, a designation of another client only, or of this one
+// (first, or second after another client's).
 type designation uint8
 
 const (
 	undesignated designation = iota
 	designatedOther
 	designatedMe
+	designatedMeSecond
 )
+
+// mine reports whether d designates this hub's client.
+func (d designation) mine() bool { return d == designatedMe || d == designatedMeSecond }
 
 type conn struct {
 	ps   *redis.PubSub // nil until opened (Ring: by the writer)
@@ -224,9 +231,10 @@ type Waiter struct {
 	hub   *Hub
 	topic *topic
 	first bool // an unlock message wakes it before the others (see Prefer)
-	// designated: its last wake-up was a designation of this client,
-	// which must be passed on if it goes unused (see PassOn, Leave).
-	designated bool
+	// designated: its last wake-up was a designation of this client
+	// (designatedMe or designatedMeSecond), which must be passed on if it
+	// goes unused (see PassOn, Leave); undesignated otherwise.
+	designated designation
 }
 
 // DefaultLinger is how long a channel stays subscribed after its last
@@ -573,7 +581,7 @@ func (h *Hub) message(channel, payload string, from int) {
 	}
 	if len(t.waiters) == 0 {
 		t.missed = true
-		if heard == designatedMe {
+		if heard.mine() {
 			h.passOnLocked(channel, true)
 		}
 		return
@@ -591,7 +599,10 @@ func (h *Hub) message(channel, payload string, from int) {
 	if w == nil { // every waiter is about to try already
 		w = t.waiters[0]
 	}
-	w.designated = heard == designatedMe
+	w.designated = undesignated
+	if heard.mine() {
+		w.designated = heard
+	}
 }
 
 // designatedLocked records a designation heard on channel: a release names
@@ -602,9 +613,11 @@ func (h *Hub) designatedLocked(t *topic, channel, tag string, from int) {
 	switch {
 	case tag == h.tag && t == nil:
 		h.passOnLocked(channel, true)
+	case tag == h.tag && t.heard[from] == designatedOther:
+		t.heard[from] = designatedMeSecond
 	case tag == h.tag:
 		t.heard[from] = designatedMe
-	case t != nil && t.heard[from] != designatedMe:
+	case t != nil && !t.heard[from].mine():
 		t.heard[from] = designatedOther
 	}
 }
@@ -719,6 +732,17 @@ func (w *Waiter) signal() bool {
 	}
 }
 
+// Second reports whether the waiter's last wake-up designated its client
+// second, after another client (see scripts/designate.lua): the first is
+// most likely taking the lock already, and the second is woken in case
+// the first is gone, so its waiter should look before it tries. It
+// reports false for any other wake-up.
+func (w *Waiter) Second() bool {
+	w.hub.mu.Lock()
+	defer w.hub.mu.Unlock()
+	return w.designated == designatedMeSecond
+}
+
 // PassOn hands a wake-up the waiter received but could not use (the
 // attempt it started failed) to the channel's next waiter, or, with none,
 // to whoever joins next; a designation with nobody else here to take it
@@ -736,13 +760,13 @@ func (w *Waiter) PassOn() {
 // there). h.mu must be held.
 func (h *Hub) handOnLocked(w *Waiter, drop bool) {
 	d := w.designated
-	w.designated = false
+	w.designated = undesignated
 	if next := w.topic.wakeOne(w); next != nil {
 		next.designated = d
 		return
 	}
 	w.topic.missed = true
-	if d {
+	if d.mine() {
 		h.passOnLocked(w.topic.channel, drop)
 	}
 }
