@@ -247,6 +247,34 @@ func openRlock(_ context.Context, addrs []string, st *runStats) (process, error)
 	return openRlockWith(addrs[0], st)
 }
 
+// openRlockBackground locks with the harness's ctx stripped of its
+// deadline (context.WithoutCancel), as a caller with context.Background()
+// does: the attempt then runs on the calling goroutine. Scenario 1 only:
+// a Lock that waits would never give up.
+func openRlockBackground(_ context.Context, addrs []string, st *runStats) (process, error) {
+	p, err := openRlockWith(addrs[0], st)
+	if err != nil {
+		return nil, err
+	}
+	return rlockBackgroundProcess{p}, nil
+}
+
+type rlockBackgroundProcess struct{ *rlockProcess }
+
+func (p rlockBackgroundProcess) mutex(name string) (mutex, error) {
+	m, err := p.rlockProcess.mutex(name)
+	if err != nil {
+		return nil, err
+	}
+	return rlockBackgroundMutex{m.(*rlockMutex)}, nil
+}
+
+type rlockBackgroundMutex struct{ *rlockMutex }
+
+func (m rlockBackgroundMutex) lock(ctx context.Context) error {
+	return m.l.Lock(context.WithoutCancel(ctx))
+}
+
 // openRlockAutoPipeline sends the scripts through go-redis's
 // auto-pipeliner (rlock.WithAutoPipeline).
 func openRlockAutoPipeline(_ context.Context, addrs []string, st *runStats) (process, error) {
