@@ -127,8 +127,12 @@ func newHerdSetup(t *testing.T, b *redistest.Backend) *herdSetup {
 // waiter's retry on the confirmation makes up for it.) With unlock, a
 // granted call unlocks at once.
 func (s *herdSetup) waiter(t *testing.T, b *redistest.Backend, unlock bool) *herdWaiter {
+	return s.waiterOn(t, b.NewClient(t), unlock)
+}
+
+// waiterOn is waiter on a client of rdb.
+func (s *herdSetup) waiterOn(t *testing.T, rdb *redis.Client, unlock bool) *herdWaiter {
 	w := &herdWaiter{done: make(chan error, 1)}
-	rdb := b.NewClient(t)
 	rdb.AddHook(&w.hook)
 	w.c = clientOn(t, rdb)
 	w.l = newLock(t, w.c, s.name)
@@ -291,6 +295,57 @@ func TestHerdSecondDesigneeTriesOnlyIfTheLockIsFree(t *testing.T) {
 		require.NoError(t, <-s.b.done)
 		require.Equal(t, attempts+1, bh.attempts.Load(), "b's grant took more than one attempt")
 	})
+}
+
+// A waiting Lock returns the moment its ctx ends, also while it looks at
+// the lock after a wake-up as the second designee: the look runs on a
+// background worker, since go-redis cannot abandon a read. The look goes
+// to a server that never answers (a proxy that discards everything, and
+// no read timeout).
+func TestHerdSecondDesigneeLookReturnsWhenCtxEnds(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		s := newHerdSetup(t, b)
+		proxy, rdb := b.NewProxiedClient(t, func(o *redis.Options) { o.ReadTimeout = -1 })
+		looking := make(chan struct{})
+		var once sync.Once
+		rdb.AddHook(lookHook{func() { once.Do(func() { close(looking) }) }})
+		slow := s.waiterOn(t, rdb, false)
+		restore := core.OnNextWakeUp(slow.ctx, func() { proxy.Blackhole(true) })
+		defer restore()
+		defer proxy.ResetAll() // ends the read left waiting
+		defer proxy.Blackhole(false)
+		s.first(t, waiters.Tag("gone-"+s.name), waiters.Tag(slow.c.ID()))
+
+		require.NoError(t, s.holder.Unlock(context.Background()))
+		select {
+		case <-looking:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the second designee did not look")
+		}
+		slow.cancel()
+		select {
+		case err := <-slow.done:
+			require.ErrorIs(t, err, context.Canceled)
+		case <-time.After(10 * time.Second):
+			t.Fatal("Lock did not return when its ctx ended during its look")
+		}
+	})
+}
+
+// lookHook calls sent when a client sends a PTTL (a look).
+type lookHook struct{ sent func() }
+
+func (h lookHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h lookHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "pttl" {
+			h.sent()
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h lookHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 // Redisson's waiters are woken by a release that designates rlock
