@@ -118,3 +118,29 @@ func TestUncontendedServerCommands(t *testing.T) {
 	}
 	require.LessOrEqual(t, inScripts, int64(10*n), "commands run inside the scripts of %d uncontended lock+unlock", n)
 }
+
+// Regression (issue 15): a last release with someone in line read the
+// owner's replay latch (GET) and then wrote it (SET): two commands where
+// the uncontended release's one SET ... GET does both. It now takes the
+// same path up to the wake-up, so a contended grant runs one command less.
+func TestContendedLastReleaseReadsTheLatchInItsWrite(t *testing.T) {
+	b := redistest.Real(t) // INFO commandstats: real Redis only
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	name := redistest.Name(t)
+	holder := newLock(t, newClient(t, b), name)
+	wc := newClient(t, b)
+	waiter := newLock(t, wc, name)
+	require.NoError(t, holder.Lock(ctx))
+	done := make(chan error, 1)
+	go func() { done <- waiter.Lock(ctx) }()
+	require.Eventually(t, func() bool { return wc.Waiters().Waiters == 1 }, 10*time.Second, time.Millisecond)
+	admin := b.NewClient(t)
+	require.NoError(t, admin.ConfigResetStat(ctx).Err())
+	require.NoError(t, holder.Unlock(ctx))
+	require.NoError(t, <-done)
+	stats := redistest.CommandStats(t, admin)
+	require.Zero(t, stats["get"], "latch reads besides its write: %v", stats)
+	require.Equal(t, int64(1), stats["set"], "latch writes: %v", stats)
+	require.NoError(t, waiter.Unlock(ctx))
+}

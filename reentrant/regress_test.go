@@ -17,6 +17,7 @@ import (
 	"github.com/rlock-go/rlock/internal/core"
 	"github.com/rlock-go/rlock/internal/lua"
 	"github.com/rlock-go/rlock/internal/redistest"
+	"github.com/rlock-go/rlock/internal/waiters"
 	"github.com/rlock-go/rlock/reentrant"
 )
 
@@ -544,14 +545,24 @@ func TestLateCopyOfLastReleaseSparesTheNextHolding(t *testing.T) {
 		require.NoError(t, err, "the last release records its request in the owner's latch")
 		require.NoError(t, l.Lock(ctx))
 
-		// The late copy: the same arguments the release sent.
-		res, err := lua.ReleaseReply(lua.Unlock.Run(ctx, rdb, []string{name, base.Channel(name), latch},
-			int64(30000), field, 1, base.UnlockMessage, int64(60000), "c", request))
-		require.NoError(t, err)
-		require.Equal(t, []int64{1, 0}, res, "answered as the original release was")
-		n, err := l.HoldCount(ctx)
-		require.NoError(t, err)
-		require.Equal(t, 1, n, "the late copy released the owner's next holding")
+		// The late copy: the same arguments the release sent; and again
+		// with an rlock client registered as waiting, which a release
+		// designates after the same latch write.
+		registry := base.Waiters(name)
+		for _, registered := range []bool{false, true} {
+			keys := []string{name, base.Channel(name), latch}
+			if registered {
+				keys = append(keys, registry)
+				require.NoError(t, rdb.ZAdd(ctx, registry, redis.Z{Score: float64(time.Now().Add(time.Minute).UnixMilli()), Member: waiters.Tag("other-" + name)}).Err())
+			}
+			res, err := lua.ReleaseReply(lua.Unlock.Run(ctx, rdb, keys,
+				int64(30000), field, 1, base.UnlockMessage, int64(60000), "c", request, 2))
+			require.NoError(t, err)
+			require.Equal(t, []int64{1, 0}, res, "answered as the original release was (registered: %v)", registered)
+			n, err := l.HoldCount(ctx)
+			require.NoError(t, err)
+			require.Equal(t, 1, n, "the late copy released the owner's next holding (registered: %v)", registered)
+		}
 		require.NoError(t, l.Unlock(ctx))
 	})
 }
@@ -582,4 +593,33 @@ func TestHoldCountAfterUnknownAcquireSettlesFirst(t *testing.T) {
 			return err == nil && n == 0
 		}, 5*time.Second, 5*time.Millisecond)
 	})
+}
+
+// Regression (issue 15): a last release with rlock waiters registered read
+// the owner's replay latch (GET) and then wrote it (SET): two commands
+// where the uncontended release's one SET ... GET does both. It now takes
+// the same path up to the designation, so a contended grant runs one
+// command less.
+func TestContendedLastReleaseReadsTheLatchInItsWrite(t *testing.T) {
+	b := redistest.Real(t) // INFO commandstats: real Redis only
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	name := redistest.Name(t)
+	holder := newLock(t, clientOn(t, b.NewClient(t)), name)
+	wc := clientOn(t, b.NewClient(t))
+	waiter := newLock(t, wc, name)
+	require.NoError(t, holder.Lock(ctx))
+	done := make(chan error, 1)
+	go func() { done <- waiter.Lock(ctx) }()
+	admin := b.NewClient(t)
+	require.Eventually(t, func() bool {
+		return wc.Waiters().Waiters == 1 && admin.Exists(ctx, base.Waiters(name)).Val() == 1
+	}, 10*time.Second, time.Millisecond)
+	require.NoError(t, admin.ConfigResetStat(ctx).Err())
+	require.NoError(t, holder.Unlock(ctx))
+	require.NoError(t, <-done)
+	stats := redistest.CommandStats(t, admin)
+	require.Zero(t, stats["get"], "latch reads besides its write: %v", stats)
+	require.Equal(t, int64(1), stats["set"], "latch writes: %v", stats)
+	require.NoError(t, waiter.Unlock(ctx))
 }

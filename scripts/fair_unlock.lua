@@ -17,25 +17,32 @@
 --             this owner (nothing changed)
 --
 -- The fast path, before the preludes are defined (see lua.preludesHere):
--- the owner's last hold with nobody in line, so nobody to wake. As in
--- unlock.lua, it records the release in the latch with SET ... GET and
--- answers a copy of a release that ran from the record it replaced. The
--- slow path is handed the field and the head of the queue it read.
+-- the owner's last hold. As in unlock.lua, it records the release in the
+-- latch with SET ... GET and answers a copy of a release that ran from the
+-- record it replaced. With nobody in line it returns there; otherwise
+-- waking the first in line follows the preludes. Any other release takes
+-- the slow path, which is handed the field and the head it read.
 local stored = redis.call('HGET', KEYS[1], ARGV[2])
 local head -- the queue's first entry, read for what looks like the last hold
 if stored == '1' and tonumber(ARGV[3]) == 1 then
   head = redis.call('LINDEX', KEYS[2], 0)
 end
-if head == false then
+if head ~= nil then -- the last hold; head is false for an empty queue
   local latched = redis.call('SET', KEYS[4], ARGV[8] or '1', 'PX', ARGV[5], 'GET')
   if ARGV[8] and latched == ARGV[8] then -- ran_by, inlined (a record without a request counts only when no hold is left)
     return {1, 0}
   end
   redis.call('DEL', KEYS[1])
-  return 1 -- {1, 0}: a bare integer costs Redis less than a table
+  if head == false then
+    return 1 -- {1, 0}: a bare integer costs Redis less than a table
+  end
 end
 --@preludes
 
+if head then -- released and latched above; someone is in line: wake them
+  wake(ARGV[6], prune(ARGV[6], ARGV[4], ARGV[7], nil, head), ARGV[4], ARGV[7])
+  return {1, 0}
+end
 local reply = release(KEYS[1], ARGV[2], ARGV[3], ARGV[1], KEYS[4], ARGV[8], nil, stored)
 if reply then
   return reply

@@ -25,32 +25,41 @@
 -- already ran shows as a stored count one below the client's count.
 --
 -- The fast path, before the preludes are defined (see lua.preludesHere):
--- the owner's last hold, and no rlock client registered as waiting (nobody
--- to designate). It records the release in the latch first, reading the
--- record it replaces in the same command (SET ... GET, one command where
--- GET then SET would be two): a record naming this very request means
--- the release ran already and this is a late copy, which changes nothing
--- more (rewriting the record with its own value is harmless); a record
--- without a request ID counts only once no hold is left (see release). The slow
--- path is handed the field it read, and reads the latch itself, untouched.
+-- the owner's last hold. It records the release in the latch first,
+-- reading the record it replaces in the same command (SET ... GET, one
+-- command where GET then SET would be two): a record naming this very
+-- request means the release ran already and this is a late copy, which
+-- changes nothing more (rewriting the record with its own value is
+-- harmless); a record without a request ID counts only once no hold is
+-- left (see release). With no rlock client registered as waiting (nobody
+-- to designate) it returns there; otherwise the designation follows the
+-- preludes. Any other release takes the slow path, which is handed the
+-- field read here and reads the latch itself, untouched.
 local stored = redis.call('HGET', KEYS[1], ARGV[2])
 local registered = KEYS[4] ~= nil and (tonumber(ARGV[8]) or 0) > 0 and redis.call('EXISTS', KEYS[4]) == 1
-if stored == '1' and tonumber(ARGV[3]) == 1 and not registered then
+local last = stored == '1' and tonumber(ARGV[3]) == 1
+if last then
   local latched = redis.call('SET', KEYS[3], ARGV[7] or '1', 'PX', ARGV[5], 'GET')
   if ARGV[7] and latched == ARGV[7] then -- ran_by, inlined (a record without a request counts only when no hold is left)
     return {1, 0}
   end
   redis.call('DEL', KEYS[1])
-  if ARGV[6] ~= 's' then
-    redis.call('PUBLISH', KEYS[2], ARGV[4])
+  if not registered then
+    if ARGV[6] ~= 's' then
+      redis.call('PUBLISH', KEYS[2], ARGV[4])
+    end
+    if ARGV[6] == 's' or ARGV[6] == 'cs' then
+      redis.call('SPUBLISH', KEYS[2], ARGV[4])
+    end
+    return 1 -- {1, 0}: a bare integer costs Redis less than a table
   end
-  if ARGV[6] == 's' or ARGV[6] == 'cs' then
-    redis.call('SPUBLISH', KEYS[2], ARGV[4])
-  end
-  return 1 -- {1, 0}: a bare integer costs Redis less than a table
 end
 --@preludes
 
+if last then -- released and latched above; rlock clients wait: designate
+  designate(KEYS[4], KEYS[2], ARGV[4], ARGV[6], ARGV[8], nil, true)
+  return {1, 0}
+end
 local reply = release(KEYS[1], ARGV[2], ARGV[3], ARGV[1], KEYS[3], ARGV[7], nil, stored)
 if reply then
   return reply
