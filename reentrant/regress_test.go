@@ -623,3 +623,35 @@ func TestContendedLastReleaseReadsTheLatchInItsWrite(t *testing.T) {
 	require.Equal(t, int64(1), stats["set"], "latch writes: %v", stats)
 	require.NoError(t, waiter.Unlock(ctx))
 }
+
+// Regression (issue 15): every refused attempt of a waiting call extended
+// the lock's waiter registry (PEXPIRE) to the registration's life, which
+// under contention, where the lock is granted again with a full lease
+// between attempts, was every time: a command per attempt. The registry
+// is now extended to twice the registration's life when it would not
+// outlive it, so a run of registrations extends it once.
+func TestRegistrationsExtendTheRegistryOnce(t *testing.T) {
+	b := redistest.Real(t) // INFO commandstats: real Redis only
+	ctx := context.Background()
+	name := redistest.Name(t)
+	rdb := b.NewClient(t)
+	redistest.LoadScripts(t, rdb)
+	holder := newLock(t, clientOn(t, b.NewClient(t)), name, reentrant.WithLease(time.Minute))
+	require.NoError(t, holder.Lock(ctx))
+	registry := base.Waiters(name)
+	require.NoError(t, rdb.ConfigResetStat(ctx).Err())
+	const attempts = 5
+	for i := range attempts {
+		// granted again, with a full lease (a little longer each time, so
+		// that each registration outlives the one before whatever the
+		// clock's millisecond)
+		require.NoError(t, rdb.PExpire(ctx, name, time.Minute+time.Duration(i)*time.Second).Err())
+		res, err := lua.AcquireReply(lua.Lock.Run(ctx, rdb, []string{name, base.DerivedKey(base.TokenPrefix, name), registry},
+			int64(30000), "waiter:"+strconv.Itoa(i), 0, "0", waiters.Tag("waiting-"+name), "0", int64(1000)))
+		require.NoError(t, err)
+		require.Equal(t, int64(0), res[0], "refused: the holder holds the lock")
+	}
+	pexpires := redistest.CommandStats(t, rdb)["pexpire"] - attempts // the test's own
+	require.Equal(t, int64(1), pexpires, "registry extensions in %d registrations", attempts)
+	require.NoError(t, holder.Unlock(ctx))
+}

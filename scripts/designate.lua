@@ -24,12 +24,16 @@
 local live_grace = 2000
 
 -- register records that client tag has a waiting call whose next attempt
--- is due within wait ms (GT: a registration is never shortened).
+-- is due within wait ms (GT: a registration is never shortened). The
+-- registry must outlive it: when it would not, its TTL is set to twice the
+-- registration's life, so that the registrations of a lock granted again
+-- and again (each with the lock's full lease to wait) extend it about once
+-- per registration life rather than every time.
 local function register(registry, tag, wait)
   local live = tonumber(wait) + live_grace
   redis.call('ZADD', registry, 'GT', now_ms() + live, tag)
   if redis.call('PTTL', registry) < live then
-    redis.call('PEXPIRE', registry, live)
+    redis.call('PEXPIRE', registry, 2 * live)
   end
 end
 
