@@ -169,14 +169,15 @@ func (s *herdSetup) first(t *testing.T, tags ...string) {
 }
 
 // aheadOfRegistrations is the registry score of the i-th of n rigged
-// registrations: live for a minute (designate.lua drops registrations
-// whose score, in server milliseconds, has passed), and ahead of every
-// real registration of a waiter on a lock with a minute's lease, which
-// lives for the lock's TTL and a grace more. (Regression: the scores were
-// 100 s apart and 40 s or more in the past, so every rigged tag was
-// dropped unheard and the tests below passed whatever designation did.)
+// registrations: live for 20 s (designate.lua drops registrations whose
+// score, in server milliseconds, has passed), and ahead of every real
+// registration of a waiter on a lock with a minute's lease made in the
+// last half minute, which lives for the lock's TTL and a grace more.
+// (Regression: the scores were 100 s apart and 40 s or more in the past,
+// so every rigged tag was dropped unheard and the tests below passed
+// whatever designation did.)
 func aheadOfRegistrations(n, i int) float64 {
-	return float64(time.Now().Add(time.Minute).UnixMilli() - int64(n-i)*100)
+	return float64(time.Now().Add(20*time.Second).UnixMilli() - int64(n-i)*100)
 }
 
 // releaseWakesB releases the holder and requires b's waiter to get the
@@ -245,6 +246,34 @@ func TestHerdDesignatedWakeUpWhoseAttemptFailsPassesOn(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A waiting call's first attempt registers its client with the lock
+// before the client listens on the lock's channel, so a release in
+// between designates it unheard. Its waiter tries again once the
+// subscription is confirmed; but one that left before that passed
+// nothing on, and the lock's other waiters slept until their poll (the
+// holder's minute here). The client's pub/sub connection is slowed down
+// (a proxy delaying every chunk by 300 ms) to hold that window open.
+// (Found while fixing the herd tests' rigging.)
+func TestHerdDesignationBeforeTheSubscriptionIsPassedOn(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		s := newHerdSetup(t, b)
+		proxy, rdb := b.NewProxiedClient(t)
+		c := clientOn(t, rdb)
+		l := newLock(t, c, s.name)
+		proxy.SetLatency(300 * time.Millisecond)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- l.Lock(ctx) }()
+		tag := waiters.Tag(c.ID())
+		require.Eventually(t, func() bool { return c.Waiters().Waiters == 1 && s.registered(t, tag) }, 30*time.Second, time.Millisecond)
+		cancel() // its SUBSCRIBE is still on its way
+		require.ErrorIs(t, <-done, context.Canceled)
+		s.first(t, tag, waiters.Tag("gone-"+s.name))
+		s.releaseWakesB(t, "the designation of a client not yet listening was not passed on")
+	})
 }
 
 // answeredHook counts the acquire script calls (attempts) and PTTLs

@@ -558,6 +558,12 @@ func (h *Hub) confirmLocked(t *topic) {
 	if len(t.waiters) == 0 {
 		if t.idle == nil { // its last waiter left before the confirmation
 			h.idleLocked(t)
+			if t.registers {
+				// Its client was registered with the lock before it
+				// listened, and a release may have designated it
+				// unheard: pass that on (if the lock is free).
+				h.passOnLocked(t.channel, false)
+			}
 		}
 		t.missed = true // whoever joins next retries
 	}
