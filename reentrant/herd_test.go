@@ -20,22 +20,28 @@ import (
 	"github.com/rlock-go/rlock/reentrant"
 )
 
-// attemptHook counts the acquire script calls (attempts) a go-redis client
-// sends.
-type attemptHook struct{ n *atomic.Int64 }
+// commandHook counts the acquire script calls (attempts) and the PTTLs
+// (looks) a go-redis client sends.
+type commandHook struct{ attempts, looks atomic.Int64 }
 
-func (h attemptHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h attemptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h *commandHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *commandHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if args := cmd.Args(); len(args) > 1 && args[1] == lua.Lock.Hash() {
-			h.n.Add(1)
+		switch args := cmd.Args(); {
+		case len(args) > 1 && args[1] == lua.Lock.Hash():
+			h.attempts.Add(1)
+		case cmd.Name() == "pttl":
+			h.looks.Add(1)
 		}
 		return next(ctx, cmd)
 	}
 }
-func (h attemptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (h *commandHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
+
+// acted is how many attempts and looks the client has sent.
+func (h *commandHook) acted() int64 { return h.attempts.Load() + h.looks.Load() }
 
 // Issue 15, the retry herd across clients: a release woke one waiter in
 // every client with waiters, so with many clients each grant cost an
@@ -55,12 +61,12 @@ func TestHerdAcrossClientsAttemptsPerGrant(t *testing.T) {
 		holder := newLock(t, clientOn(t, b.NewClient(t)), name)
 		require.NoError(t, holder.Lock(ctx))
 
-		var attempts atomic.Int64
+		hook := &commandHook{}
 		var wg sync.WaitGroup
 		var failed atomic.Int64
 		for i := range clients {
 			rdb := b.NewClient(t)
-			rdb.AddHook(attemptHook{&attempts})
+			rdb.AddHook(hook)
 			c := clientOn(t, rdb)
 			for range perClient {
 				l := newLock(t, c, name)
@@ -76,14 +82,15 @@ func TestHerdAcrossClientsAttemptsPerGrant(t *testing.T) {
 			}
 			require.Eventually(t, func() bool { return c.Waiters().Waiters == perClient }, 10*time.Second, time.Millisecond, "client %d", i)
 		}
-		before := attempts.Load()
+		before := hook.attempts.Load()
 		require.NoError(t, holder.Unlock(ctx))
 		wg.Wait()
 		require.Zero(t, failed.Load())
 		grants := int64(clients * perClient)
 		setup := 2 * grants
-		t.Logf("%d attempts for %d grants (%d clients), %d of them before the release", attempts.Load(), grants, clients, before)
-		require.LessOrEqual(t, attempts.Load(), setup+3*grants, "attempts beyond three per grant and two per waiter's setup")
+		attempts := hook.attempts.Load()
+		t.Logf("%d attempts for %d grants (%d clients), %d of them before the release", attempts, grants, clients, before)
+		require.LessOrEqual(t, attempts, setup+3*grants, "attempts beyond three per grant and two per waiter's setup")
 	})
 }
 
@@ -104,7 +111,7 @@ type herdSetup struct {
 type herdWaiter struct {
 	c      *rlock.Client
 	l      *reentrant.Lock
-	hook   answeredHook
+	hook   commandHook
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan error // the Lock's error, or Unlock's after a grant if unlock
@@ -276,27 +283,6 @@ func TestHerdDesignationBeforeTheSubscriptionIsPassedOn(t *testing.T) {
 	})
 }
 
-// answeredHook counts the acquire script calls (attempts) and PTTLs
-// (looks) a go-redis client sent and got an answer to.
-type answeredHook struct{ attempts, looks atomic.Int64 }
-
-func (h *answeredHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *answeredHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		switch args := cmd.Args(); {
-		case len(args) > 1 && args[1] == lua.Lock.Hash():
-			h.attempts.Add(1)
-		case cmd.Name() == "pttl":
-			h.looks.Add(1)
-		}
-		return err
-	}
-}
-func (h *answeredHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
 // Issue 15, the herd: a release designates two clients, the second in
 // case the first is gone, and both woke a waiter that tried for the lock,
 // so every grant cost two attempts (2.02-2.04 per grant at 50 clients).
@@ -312,12 +298,12 @@ func TestHerdSecondDesigneeTriesOnlyIfTheLockIsFree(t *testing.T) {
 		restore := core.OnNextWakeUp(s.b.ctx, func() { <-aHolds })
 		defer restore()
 		bh := &s.b.hook
-		acted, attempts := bh.attempts.Load()+bh.looks.Load(), bh.attempts.Load()
+		acted, attempts := bh.acted(), bh.attempts.Load()
 
 		require.NoError(t, s.holder.Unlock(context.Background()))
 		require.NoError(t, <-a.done)
 		close(aHolds)
-		require.Eventually(t, func() bool { return bh.attempts.Load()+bh.looks.Load() > acted }, 10*time.Second, time.Millisecond,
+		require.Eventually(t, func() bool { return bh.acted() > acted }, 10*time.Second, time.Millisecond,
 			"b did not act on its wake-up")
 		require.Equal(t, attempts, bh.attempts.Load(), "b tried for the lock a holds")
 		require.NoError(t, a.l.Unlock(context.Background()))
@@ -335,9 +321,6 @@ func TestHerdSecondDesigneeLookReturnsWhenCtxEnds(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		s := newHerdSetup(t, b)
 		proxy, rdb := b.NewProxiedClient(t, func(o *redis.Options) { o.ReadTimeout = -1 })
-		looking := make(chan struct{})
-		var once sync.Once
-		rdb.AddHook(lookHook{func() { once.Do(func() { close(looking) }) }})
 		slow := s.waiterOn(t, rdb, false)
 		restore := core.OnNextWakeUp(slow.ctx, func() { proxy.Blackhole(true) })
 		defer restore()
@@ -345,12 +328,10 @@ func TestHerdSecondDesigneeLookReturnsWhenCtxEnds(t *testing.T) {
 		defer proxy.Blackhole(false)
 		s.first(t, waiters.Tag("gone-"+s.name), waiters.Tag(slow.c.ID()))
 
+		looks := slow.hook.looks.Load()
 		require.NoError(t, s.holder.Unlock(context.Background()))
-		select {
-		case <-looking:
-		case <-time.After(10 * time.Second):
-			t.Fatal("the second designee did not look")
-		}
+		require.Eventually(t, func() bool { return slow.hook.looks.Load() > looks }, 10*time.Second, time.Millisecond,
+			"the second designee did not look")
 		slow.cancel()
 		select {
 		case err := <-slow.done:
@@ -359,22 +340,6 @@ func TestHerdSecondDesigneeLookReturnsWhenCtxEnds(t *testing.T) {
 			t.Fatal("Lock did not return when its ctx ended during its look")
 		}
 	})
-}
-
-// lookHook calls sent when a client sends a PTTL (a look).
-type lookHook struct{ sent func() }
-
-func (h lookHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h lookHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if cmd.Name() == "pttl" {
-			h.sent()
-		}
-		return next(ctx, cmd)
-	}
-}
-func (h lookHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
 
 // Redisson's waiters are woken by a release that designates rlock

@@ -615,10 +615,10 @@ func TestContendedLastReleaseReadsTheLatchInItsWrite(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return wc.Waiters().Waiters == 1 && admin.Exists(ctx, base.Waiters(name)).Val() == 1
 	}, 10*time.Second, time.Millisecond)
-	require.NoError(t, admin.ConfigResetStat(ctx).Err())
-	require.NoError(t, holder.Unlock(ctx))
-	require.NoError(t, <-done)
-	stats := redistest.CommandStats(t, admin)
+	stats := redistest.CommandsDuring(t, admin, func() {
+		require.NoError(t, holder.Unlock(ctx))
+		require.NoError(t, <-done)
+	})
 	require.Zero(t, stats["get"], "latch reads besides its write: %v", stats)
 	require.Equal(t, int64(1), stats["set"], "latch writes: %v", stats)
 	require.NoError(t, waiter.Unlock(ctx))
@@ -639,19 +639,20 @@ func TestRegistrationsExtendTheRegistryOnce(t *testing.T) {
 	holder := newLock(t, clientOn(t, b.NewClient(t)), name, reentrant.WithLease(time.Minute))
 	require.NoError(t, holder.Lock(ctx))
 	registry := base.Waiters(name)
-	require.NoError(t, rdb.ConfigResetStat(ctx).Err())
 	const attempts = 5
-	for i := range attempts {
-		// granted again, with a full lease (a little longer each time, so
-		// that each registration outlives the one before whatever the
-		// clock's millisecond)
-		require.NoError(t, rdb.PExpire(ctx, name, time.Minute+time.Duration(i)*time.Second).Err())
-		res, err := lua.AcquireReply(lua.Lock.Run(ctx, rdb, []string{name, base.DerivedKey(base.TokenPrefix, name), registry},
-			int64(30000), "waiter:"+strconv.Itoa(i), 0, "0", waiters.Tag("waiting-"+name), "0", int64(1000)))
-		require.NoError(t, err)
-		require.Equal(t, int64(0), res[0], "refused: the holder holds the lock")
-	}
-	pexpires := redistest.CommandStats(t, rdb)["pexpire"] - attempts // the test's own
+	stats := redistest.CommandsDuring(t, rdb, func() {
+		for i := range attempts {
+			// granted again, with a full lease (a little longer each time, so
+			// that each registration outlives the one before whatever the
+			// clock's millisecond)
+			require.NoError(t, rdb.PExpire(ctx, name, time.Minute+time.Duration(i)*time.Second).Err())
+			res, err := lua.AcquireReply(lua.Lock.Run(ctx, rdb, []string{name, base.DerivedKey(base.TokenPrefix, name), registry},
+				int64(30000), "waiter:"+strconv.Itoa(i), 0, "0", waiters.Tag("waiting-"+name), "0", int64(1000)))
+			require.NoError(t, err)
+			require.Equal(t, int64(0), res[0], "refused: the holder holds the lock")
+		}
+	})
+	pexpires := stats["pexpire"] - attempts // the test's own
 	require.Equal(t, int64(1), pexpires, "registry extensions in %d registrations", attempts)
 	require.NoError(t, holder.Unlock(ctx))
 }

@@ -21,7 +21,7 @@
 -- latch with SET ... GET and answers a copy of a release that ran from the
 -- record it replaced. With nobody in line it returns there; otherwise
 -- waking the first in line follows the preludes. Any other release takes
--- the slow path, which is handed the field and the head it read.
+-- the slow path, which is handed the field it read.
 local stored = redis.call('HGET', KEYS[1], ARGV[2])
 local head -- the queue's first entry, read for what looks like the last hold
 if stored == '1' and tonumber(ARGV[3]) == 1 then
@@ -48,6 +48,6 @@ if reply then
   return reply
 end
 redis.call('DEL', KEYS[1])
-wake(ARGV[6], prune(ARGV[6], ARGV[4], ARGV[7], nil, head), ARGV[4], ARGV[7])
+wake(ARGV[6], prune(ARGV[6], ARGV[4], ARGV[7]), ARGV[4], ARGV[7])
 set_latch(KEYS[4], ARGV[8], ARGV[5])
 return {1, 0}

@@ -74,13 +74,27 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, fmt.Errorf("rlock: querying %q: %w", l.name, err)
 	}
+	ttl, exists := pttl(d)
 	switch {
-	case d == -2 || d == -2*time.Millisecond:
+	case !exists:
 		return 0, nil
-	case d < 0:
+	case ttl < 0:
 		return 0, fmt.Errorf("%w: %q", base.ErrNoExpiry, l.name)
 	}
-	return d, nil
+	return ttl, nil
+}
+
+// pttl reads a PTTL reply as go-redis returns it: whether the key exists
+// (-2: it does not; some servers' -2 arrives scaled to milliseconds), and
+// its TTL, negative for a key without expiry.
+func pttl(d time.Duration) (ttl time.Duration, exists bool) {
+	switch {
+	case d == -2 || d == -2*time.Millisecond:
+		return 0, false
+	case d < 0:
+		return -1, true
+	}
+	return d, true
 }
 
 // QueuedWaiter is one entry of a fair lock's queue.

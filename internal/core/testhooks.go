@@ -41,28 +41,27 @@ func AbandonNextGrant(ctx context.Context, cancel context.CancelFunc) (returned,
 // Lock waiting with ctx is followed by cancel, so the attempt it starts
 // fails, as when ctx ends in that window by chance. Call restore when done.
 func FailNextWokenAttempt(ctx context.Context, cancel context.CancelFunc) (restore func()) {
-	var once sync.Once
-	hook := func(wctx context.Context) {
-		if wctx == ctx {
-			once.Do(cancel)
-		}
-	}
-	testHookWoken.Store(&hook)
-	return func() { testHookWoken.Store(nil) }
+	return OnNextWakeUp(ctx, cancel)
 }
 
 // OnNextWakeUp arranges, for tests, that fn runs once in a Lock waiting
 // with ctx, after its next wake-up and before it acts on it (looks at the
 // lock or tries for it). Call restore when done.
 func OnNextWakeUp(ctx context.Context, fn func()) (restore func()) {
+	testHookWoken.Store(onceIn(ctx, fn))
+	return func() { testHookWoken.Store(nil) }
+}
+
+// onceIn returns a hook that runs fn the first time it is called with ctx
+// (the call of the Lock that ctx was given to), and does nothing otherwise.
+func onceIn(ctx context.Context, fn func()) *func(context.Context) {
 	var once sync.Once
-	hook := func(wctx context.Context) {
-		if wctx == ctx {
+	hook := func(hctx context.Context) {
+		if hctx == ctx {
 			once.Do(fn)
 		}
 	}
-	testHookWoken.Store(&hook)
-	return func() { testHookWoken.Store(nil) }
+	return &hook
 }
 
 // testHookAttempted, when set, runs in a blocking Lock after its first
@@ -81,13 +80,7 @@ var testJoinLate atomic.Bool
 // joins its channel to wait (or, when its plan joins early, after it
 // joined). Call restore when done.
 func BetweenAttemptAndJoin(ctx context.Context, fn func()) (restore func()) {
-	var once sync.Once
-	hook := func(actx context.Context) {
-		if actx == ctx {
-			once.Do(fn)
-		}
-	}
-	testHookAttempted.Store(&hook)
+	testHookAttempted.Store(onceIn(ctx, fn))
 	return func() { testHookAttempted.Store(nil) }
 }
 

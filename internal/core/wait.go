@@ -185,13 +185,11 @@ func (l *Lock) look(ctx context.Context) (ttl time.Duration, held bool, err erro
 	if err := l.c.await(ctx, func() { d, rerr = l.c.rdb.PTTL(ctx, l.name).Result() }); err != nil {
 		return 0, false, err
 	}
-	switch {
-	case rerr != nil, d == -2, d == -2*time.Millisecond: // -2: no such key (in ms with some servers)
+	if rerr != nil {
 		return 0, false, nil
-	case d < 0:
-		return -1, true, nil
 	}
-	return d, true, nil
+	ttl, held = pttl(d)
+	return ttl, held, nil
 }
 
 // retry is a waiting call's next attempt. A wake-up whose attempt fails is

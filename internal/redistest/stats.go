@@ -31,6 +31,20 @@ func CommandStats(t testing.TB, c *redis.Client) map[string]int64 {
 	return stats
 }
 
+// CommandsDuring resets the server's command statistics (CONFIG
+// RESETSTAT), runs fn and returns CommandStats: the commands the server
+// ran meanwhile, the RESETSTAT itself included. Real Redis only.
+func CommandsDuring(t testing.TB, c *redis.Client, fn func()) map[string]int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatalf("redistest: CONFIG RESETSTAT: %v", err)
+	}
+	fn()
+	return CommandStats(t, c)
+}
+
 func parseCommandStats(info string) (map[string]int64, error) {
 	stats := make(map[string]int64)
 	for line := range strings.SplitSeq(info, "\n") {

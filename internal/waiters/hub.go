@@ -605,10 +605,7 @@ func (h *Hub) message(channel, payload string, from int) {
 	if w == nil { // every waiter is about to try already
 		w = t.waiters[0]
 	}
-	w.designated = undesignated
-	if heard.mine() {
-		w.designated = heard
-	}
+	w.designated = heard // undesignated or this client's: designatedOther returned above
 }
 
 // designatedLocked records a designation heard on channel: a release names
