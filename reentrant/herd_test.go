@@ -20,20 +20,23 @@ import (
 	"github.com/rlock-go/rlock/reentrant"
 )
 
-// commandHook counts the acquire script calls (attempts) and the PTTLs
-// (looks) a go-redis client sends.
+// commandHook counts a go-redis client's acquire script calls (attempts)
+// once answered, so that a test that waits for a count knows the attempt
+// is over; and its PTTLs (looks) once sent, so that a test can see a look
+// that is never answered.
 type commandHook struct{ attempts, looks atomic.Int64 }
 
 func (h *commandHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *commandHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		switch args := cmd.Args(); {
-		case len(args) > 1 && args[1] == lua.Lock.Hash():
-			h.attempts.Add(1)
-		case cmd.Name() == "pttl":
+		if cmd.Name() == "pttl" {
 			h.looks.Add(1)
 		}
-		return next(ctx, cmd)
+		err := next(ctx, cmd)
+		if args := cmd.Args(); len(args) > 1 && args[1] == lua.Lock.Hash() {
+			h.attempts.Add(1)
+		}
+		return err
 	}
 }
 func (h *commandHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
