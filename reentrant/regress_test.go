@@ -656,3 +656,68 @@ func TestRegistrationsExtendTheRegistryOnce(t *testing.T) {
 	require.Equal(t, int64(1), pexpires, "registry extensions in %d registrations", attempts)
 	require.NoError(t, holder.Unlock(ctx))
 }
+
+// Regression (issue 15): a contended last release published the tags of
+// the two clients it designated in a message each, then the "0": three
+// messages to every subscriber of the lock, per release. The two tags now
+// go in one message, which a Redisson subscriber still decodes as a Java
+// long (and ignores, as it ignores any number but 0 and 1). An older
+// rlock client's longer tag still goes alone, as that client reads it.
+func TestContendedReleaseDesignatesInOneMessage(t *testing.T) {
+	const older = "4611686018427387905" // the largest tag of an rlock before this change
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		for _, c := range []struct {
+			name string
+			tags []string
+			want int // messages, the "0" included
+		}{
+			{"current", []string{waiters.Tag("a"), waiters.Tag("b")}, 2},
+			{"older", []string{older, waiters.Tag("b")}, 3},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				got := releaseMessages(t, b, c.tags)
+				require.Len(t, got, c.want, "designations, then the unlock message: %q", got)
+				for _, m := range got {
+					n, err := strconv.ParseInt(m, 10, 64)
+					require.NoError(t, err, "a Redisson subscriber decodes %q as a Java long", m)
+					require.True(t, n > 1 || m == base.UnlockMessage, "Redisson acts on 0 and 1")
+				}
+				if c.want == 3 {
+					require.Equal(t, older, got[0], "an older client's tag, alone")
+				}
+			})
+		}
+	})
+}
+
+// releaseMessages releases a lock with the clients of tags registered as
+// waiting, and returns what a subscriber of its channel heard, up to the
+// unlock message.
+func releaseMessages(t *testing.T, b *redistest.Backend, tags []string) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	name := redistest.Name(t)
+	rdb := b.NewClient(t)
+	holder := newLock(t, clientOn(t, rdb), name)
+	require.NoError(t, holder.Lock(ctx))
+	for i, tag := range tags {
+		live := float64(time.Now().Add(time.Minute).UnixMilli() + int64(i))
+		require.NoError(t, rdb.ZAdd(ctx, base.Waiters(name), redis.Z{Score: live, Member: tag}).Err())
+	}
+	sub := b.NewClient(t).Subscribe(ctx, base.Channel(name))
+	defer func() { _ = sub.Close() }()
+	_, err := sub.Receive(ctx) // the subscription's confirmation
+	require.NoError(t, err)
+
+	require.NoError(t, holder.Unlock(ctx))
+	var got []string
+	for len(got) == 0 || got[len(got)-1] != base.UnlockMessage {
+		select {
+		case m := <-sub.Channel():
+			got = append(got, m.Payload)
+		case <-ctx.Done():
+			t.Fatalf("no unlock message; heard %q", got)
+		}
+	}
+	return got
+}

@@ -13,8 +13,8 @@
 // hint: callers still bound every wait by the lock's remaining TTL.
 //
 // A release may also designate the clients that wake a waiter (see Tag
-// and scripts/designate.lua): the tags it publishes just before the "0"
-// tell every other hub to drop that "0", so one release costs one or two
+// and scripts/designate.lua): the tags it publishes just before the "0",
+// two to a message, tell every other hub to drop that "0", so one release costs one or two
 // retries in all, however many clients wait. A designated hub with no
 // waiter left to wake, or whose woken waiter gives the wake-up back
 // unused, passes the designation on (see SetDesignation). The second of
@@ -37,6 +37,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -573,8 +574,11 @@ func (h *Hub) message(channel, payload string, from int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t := h.topics[channel]
-	if isTag(payload) {
-		h.designatedLocked(t, channel, payload, from)
+	if first, second, ok := designees(payload); ok {
+		h.designatedLocked(t, channel, first, from)
+		if second != "" && second != first {
+			h.designatedLocked(t, channel, second, from)
+		}
 		return
 	}
 	if t == nil {
@@ -659,28 +663,43 @@ func (h *Hub) SetDesignation(tag string, passOn func(channel string, drop, pass 
 }
 
 // Tag returns the designation tag of the client whose ID is id: a decimal
-// integer from 2 to 2^62+1, derived from the ID, so that a Redisson
-// subscriber of the channel, which decodes every message as a Java long
-// and acts on 0 and 1 only, ignores it. Two clients whose tags collide
-// both act on a designation of either: an extra wake-up, never a lost one.
+// integer from 2 to 999999999, derived from the ID. A release names two
+// clients in one message of 19 digits (see designees), which a Redisson
+// subscriber of the channel, decoding every message as a Java long and
+// acting on 0 and 1 only, ignores. Two clients whose tags collide both act
+// on a designation of either: an extra wake-up, never a lost one.
 func Tag(id string) string {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(id))
-	return strconv.FormatUint(h.Sum64()>>2+2, 10)
+	return strconv.FormatUint(h.Sum64()%(maxTag-1)+2, 10)
 }
 
-// isTag reports whether payload is a designation: a decimal integer other
-// than 0 and 1.
-func isTag(payload string) bool {
+// maxTag is the largest tag: nine digits, so that two fit in a Java long.
+const maxTag = 999_999_999
+
+// designees reports whether payload is a designation, and whom it names:
+// a decimal integer other than 0 and 1 of at most 19 digits. One of 19
+// digits starting with "1" names two clients (see pair in
+// scripts/designate.lua): the tags in its next nine digits, then in its
+// last nine, zeros in front dropped. Any other names the one client whose
+// tag it is (second is ""): a release publishes a tag alone when it cannot
+// be paired, such as an older rlock client's longer tag. (Such a tag of 19
+// digits starting with "1" is read here as two tags of nine digits, which
+// at worst match a client's by chance: an extra wake-up. The older client
+// reads it as its own.)
+func designees(payload string) (first, second string, ok bool) {
 	if len(payload) < 1 || len(payload) > 19 || payload == "0" || payload == "1" {
-		return false
+		return "", "", false
 	}
 	for i := 0; i < len(payload); i++ {
 		if payload[i] < '0' || payload[i] > '9' {
-			return false
+			return "", "", false
 		}
 	}
-	return true
+	if len(payload) == 19 && payload[0] == '1' {
+		return strings.TrimLeft(payload[1:10], "0"), strings.TrimLeft(payload[10:], "0"), true
+	}
+	return payload, "", true
 }
 
 // Waiting returns how many of the client's calls wait on channel, and
