@@ -18,8 +18,9 @@
 -- the channel with its LongCodec and acts on 0 and 1 only, so a
 -- designation, an integer of at most 19 digits, is ignored there; its
 -- waiters still get the "0". The second designated client is there in
--- case the first is gone: its woken waiter looks at the lock first and
--- tries only if it is still free.
+-- case the first is gone: its woken waiter waits a moment for a later
+-- release (the first acted), and without one looks at the lock, and tries
+-- only if it is free (then also taking the first off the registry).
 
 -- live_grace (ms) is added to a registration's deadline: the time a
 -- waiting call may take beyond its due attempt (scheduling, the round

@@ -59,11 +59,11 @@
 //     A waiting call's attempts register its client in the lock's waiter
 //     registry (waitPlan.registers), and the last release designates up to
 //     two registered clients to wake a waiter (scripts/designate.lua), so a
-//     release costs one or two attempts however many clients wait (the
-//     second client's waiter looks before it tries: sleepUntilTry); the
-//     registration lapses by itself, so leaving is nothing (the hub
-//     unregisters a client when it drops the channel, and passes on a
-//     designation it cannot use: Client.passOn).
+//     release costs about one attempt however many clients wait (the
+//     second client's waiter tries only if the first did not act:
+//     coverFirst); the registration lapses by itself, so leaving is
+//     nothing (the hub unregisters a client when it drops the channel, and
+//     passes on a designation it cannot use: Client.passOn).
 //   - fairKind: attempts queue the owner and renew its place within the
 //     queue timeout; each owner listens on its own channel; leaving takes
 //     the owner out of the queue. It also answers Queue (the lined

@@ -104,3 +104,14 @@ func (c *Client) Probe(channel string) (signals <-chan struct{}, leave func(), o
 	}
 	return w.C, w.Leave, true
 }
+
+// testSecondGrace, when not zero, replaces defaultSecondGrace.
+var testSecondGrace atomic.Int64
+
+// SetSecondGrace sets, for tests, how long the second designee of a
+// release waits for the first to act before it looks at the lock. Call
+// restore when done.
+func SetSecondGrace(d time.Duration) (restore func()) {
+	testSecondGrace.Store(int64(d))
+	return func() { testSecondGrace.Store(0) }
+}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/waiters"
 )
@@ -138,41 +140,134 @@ func (l *Lock) sleep(ctx context.Context, w *waiters.Waiter, timer *time.Timer, 
 }
 
 // sleepUntilTry is sleep, except after a wake-up that designated the
-// client second (see waiters.Waiter.Second): the first designee's waiter,
-// woken by the same release, is most likely taking the lock, so the call
-// looks at the lock instead of trying for it, and while it is held sleeps
-// again, until the lock's TTL or until due (when it would have tried
-// anyway, which keeps its client's registration live), whichever comes
-// first. So a release costs one attempt, and a second when the first
-// designee is gone or slower than the second's look (issue 15's herd).
-// timer runs until due.
+// client second (see waiters.Waiter.Second): see coverFirst. timer runs
+// until due.
 func (l *Lock) sleepUntilTry(ctx context.Context, w *waiters.Waiter, timer *time.Timer, due time.Time, ws *waitState) (woken bool, err error) {
-	for {
-		woken, err := l.sleep(ctx, w, timer, ws)
-		if err != nil || !woken || !ws.plan.registers || !w.Second() {
-			return woken, err
-		}
-		ttl, held, err := l.look(ctx)
-		if err != nil { // the call ends without acting on its designation
-			w.PassOn()
-			if errors.Is(err, base.ErrClosed) {
-				return false, err
-			}
-			return false, ws.ctxErr(ctx)
-		}
-		if !held {
-			return true, nil
-		}
-		left := time.Until(due)
-		if ttl >= 0 {
-			left = min(left, max(ttl, time.Millisecond))
-		}
-		if left <= 0 {
+	woken, err = l.sleep(ctx, w, timer, ws)
+	if err != nil || !woken || !ws.plan.registers || !w.Second() {
+		return woken, err
+	}
+	return l.coverFirst(ctx, w, timer, due, ws)
+}
+
+// coverFirst is the wait of a call whose client the last release
+// designated second. The first designee's waiter, woken by the same
+// release, is most likely taking the lock; the second is there in case
+// the first is gone. So the call waits up to secondGrace for evidence
+// that the first acted: a later release heard on the channel (the lock
+// was taken and released again). Without it, it looks at the lock: if the
+// lock is free, the first did not act, and the call takes that client off
+// the lock's registry (a client that is gone is named first by every
+// release until its registration lapses; a live one registers again with
+// its next refused attempt) and tries. Otherwise it sleeps until due, or
+// until the lock's TTL if that comes first, and tries then as the timer
+// would have (which keeps its own registration live). A new designation
+// as second starts it over; any other wake-up ends it (woken true), as
+// the timer does (woken false). If the call ends before it knows whether
+// the first acted, it passes the designation on. So a release costs one
+// attempt, and a look only when the lock is held longer than secondGrace
+// or the first designee is gone (issue 15's herd).
+func (l *Lock) coverFirst(ctx context.Context, w *waiters.Waiter, timer *time.Timer, due time.Time, ws *waitState) (woken bool, err error) {
+	for { // w's last wake-up designated the client second
+		if !resetUntil(timer, earlier(time.Now().Add(secondGrace()), due)) {
 			return false, nil // due: try as the timer would have
 		}
-		timer.Reset(left)
+		woken, err = l.sleep(ctx, w, timer, ws)
+		switch {
+		case err != nil: // the call ends before it knows the first acted
+			w.PassOn()
+			return false, err
+		case woken && !w.Second():
+			return true, nil
+		case woken: // designated second again
+			continue
+		case !time.Now().Before(due):
+			return false, nil
+		}
+		until := due
+		if !w.ReleasedSince() {
+			ttl, held, err := l.look(ctx)
+			if err != nil { // the call ends without acting on its designation
+				w.PassOn()
+				if errors.Is(err, base.ErrClosed) {
+					return false, err
+				}
+				return false, ws.ctxErr(ctx)
+			}
+			if !held {
+				l.unregister(ws.plan.registry, w.FirstDesignee())
+				return true, nil
+			}
+			if ttl >= 0 {
+				until = earlier(until, time.Now().Add(max(ttl, time.Millisecond)))
+			}
+		}
+		if !resetUntil(timer, until) {
+			return false, nil
+		}
+		if woken, err = l.sleep(ctx, w, timer, ws); err != nil || !woken || !w.Second() {
+			return woken, err
+		}
 	}
 }
+
+// defaultSecondGrace is how long a call whose client a release designated
+// second waits for evidence that the first designee acted before it looks
+// at the lock itself (see coverFirst): long enough for most critical
+// sections to end within it, which spares the look; short enough that a
+// first designee that is gone costs the lock one such wait.
+const defaultSecondGrace = 100 * time.Millisecond
+
+func secondGrace() time.Duration {
+	if d := testSecondGrace.Load(); d != 0 {
+		return time.Duration(d)
+	}
+	return defaultSecondGrace
+}
+
+// earlier returns the earlier of a and b.
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// resetUntil resets timer to fire at t, and reports false (leaving it
+// alone) when t has passed.
+func resetUntil(timer *time.Timer, t time.Time) bool {
+	left := time.Until(t)
+	if left <= 0 {
+		return false
+	}
+	timer.Reset(left)
+	return true
+}
+
+// unregister takes the client of tag off the waiter registry, in the
+// background: a release named it first and it did not act (see
+// coverFirst). If it fails, or the client's Redis lacks ZRem (a wrapper
+// that forwards only what rlock.Redis names; every go-redis client has
+// it), the registration lapses by itself.
+func (l *Lock) unregister(registry, tag string) {
+	z, ok := l.c.rdb.(zRemover)
+	if !ok || tag == "" || tag == l.c.tag {
+		return
+	}
+	l.c.goBackground(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), unregisterTimeout)
+		defer cancel()
+		_ = z.ZRem(ctx, registry, tag).Err()
+	})
+}
+
+// zRemover is the go-redis method unregister uses.
+type zRemover interface {
+	ZRem(ctx context.Context, key string, members ...any) *redis.IntCmd
+}
+
+// unregisterTimeout bounds unregister's one command.
+const unregisterTimeout = 5 * time.Second
 
 // look reads the lock's TTL without trying for it: held reports whether
 // the lock exists, and ttl is negative for a lock without expiry. A read

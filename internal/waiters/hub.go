@@ -19,7 +19,9 @@
 // waiter left to wake, or whose woken waiter gives the wake-up back
 // unused, passes the designation on (see SetDesignation). The second of
 // two designated clients is there in case the first is gone: its woken
-// waiter is told so (see Waiter.Second), and looks before it tries.
+// waiter is told so (see Waiter.Second), and can tell whether a later
+// release came (see Waiter.ReleasedSince) and whom the release named first
+// (see Waiter.FirstDesignee).
 //
 // On a Redis Cluster the hub can also listen with sharded pub/sub
 // (SSUBSCRIBE, Redis 7+), which Redis keeps apart from classic pub/sub
@@ -217,6 +219,11 @@ type topic struct {
 	missed bool
 
 	heard [2]designation // by fromClassic, fromShard: since the last message
+	// firstOf is the tag of the client the pending designation names first
+	// (when it names another client first), and releases counts the unlock
+	// messages heard; both by fromClassic, fromShard, as heard.
+	firstOf  [2]string
+	releases [2]uint64
 	// registers: the client's waiters here register it with the lock (see
 	// Waiter.Registers), so dropping the topic unregisters it.
 	registers bool
@@ -234,8 +241,14 @@ type Waiter struct {
 	first bool // an unlock message wakes it before the others (see Prefer)
 	// designated: its last wake-up was a designation of this client
 	// (designatedMe or designatedMeSecond), which must be passed on if it
-	// goes unused (see PassOn, Leave); undesignated otherwise.
+	// goes unused (see PassOn, Leave); undesignated otherwise. For a second
+	// designation, firstTag is the tag of the client named first, and
+	// from and heard say which connection's unlock messages woke it and how
+	// many it had heard then (see ReleasedSince).
 	designated designation
+	firstTag   string
+	from       int
+	heard      uint64
 }
 
 // DefaultLinger is how long a channel stays subscribed after its last
@@ -547,14 +560,14 @@ func (h *Hub) subscribed(channel string) {
 // may have been missed. h.mu must be held.
 func (h *Hub) confirmLocked(t *topic) {
 	t.confirmed = (t.c == nil || t.cOK) && (!t.wantShard || t.sOK)
-	if !t.confirmed {
-		for _, w := range t.waiters {
-			w.signal()
-		}
-		return
-	}
 	for _, w := range t.waiters {
 		w.signal()
+		if w.designated == designatedMeSecond { // retry, not wait for the first designee
+			w.designated = undesignated
+		}
+	}
+	if !t.confirmed {
+		return
 	}
 	if len(t.waiters) == 0 {
 		if t.idle == nil { // its last waiter left before the confirmation
@@ -586,6 +599,7 @@ func (h *Hub) message(channel, payload string, from int) {
 	}
 	heard := t.heard[from]
 	t.heard[from] = undesignated
+	t.releases[from]++
 	if heard == designatedOther {
 		return // another client wakes a waiter
 	}
@@ -610,6 +624,7 @@ func (h *Hub) message(channel, payload string, from int) {
 		w = t.waiters[0]
 	}
 	w.designated = heard // undesignated or this client's: designatedOther returned above
+	w.firstTag, w.from, w.heard = t.firstOf[from], from, t.releases[from]
 }
 
 // designatedLocked records a designation heard on channel: a release names
@@ -625,6 +640,9 @@ func (h *Hub) designatedLocked(t *topic, channel, tag string, from int) {
 	case tag == h.tag:
 		t.heard[from] = designatedMe
 	case t != nil && !t.heard[from].mine():
+		if t.heard[from] == undesignated {
+			t.firstOf[from] = tag
+		}
 		t.heard[from] = designatedOther
 	}
 }
@@ -757,12 +775,34 @@ func (w *Waiter) signal() bool {
 // Second reports whether the waiter's last wake-up designated its client
 // second, after another client (see scripts/designate.lua): the first is
 // most likely taking the lock already, and the second is woken in case
-// the first is gone, so its waiter should look before it tries. It
-// reports false for any other wake-up.
+// the first is gone, so its waiter should not try at once. It reports
+// false for any other wake-up (a resubscription's, which asks every waiter
+// to retry, clears it).
 func (w *Waiter) Second() bool {
 	w.hub.mu.Lock()
 	defer w.hub.mu.Unlock()
 	return w.designated == designatedMeSecond
+}
+
+// FirstDesignee returns the tag of the client that the release which
+// designated this waiter's client second (see Second) named first; "" if
+// it named none first, or after any other wake-up.
+func (w *Waiter) FirstDesignee() string {
+	w.hub.mu.Lock()
+	defer w.hub.mu.Unlock()
+	if w.designated != designatedMeSecond {
+		return ""
+	}
+	return w.firstTag
+}
+
+// ReleasedSince reports whether the hub has heard an unlock message on
+// the waiter's channel, on the connection whose message last woke it,
+// since that message: the lock was taken and released again meanwhile.
+func (w *Waiter) ReleasedSince() bool {
+	w.hub.mu.Lock()
+	defer w.hub.mu.Unlock()
+	return w.topic.releases[w.from] > w.heard
 }
 
 // PassOn hands a wake-up the waiter received but could not use (the
@@ -785,6 +825,7 @@ func (h *Hub) handOnLocked(w *Waiter, drop bool) {
 	w.designated = undesignated
 	if next := w.topic.wakeOne(w); next != nil {
 		next.designated = d
+		next.firstTag, next.from, next.heard = w.firstTag, w.from, w.heard
 		return
 	}
 	w.topic.missed = true
