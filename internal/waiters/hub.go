@@ -14,8 +14,8 @@
 //
 // A release may also designate the clients that wake a waiter (see Tag
 // and scripts/designate.lua): the tags it publishes just before the "0",
-// two to a message, tell every other hub to drop that "0", so one release costs one or two
-// retries in all, however many clients wait. A designated hub with no
+// two to a message, tell every other hub to drop that "0", so one release
+// costs about one retry in all, however many clients wait. A designated hub with no
 // waiter left to wake, or whose woken waiter gives the wake-up back
 // unused, passes the designation on (see SetDesignation). The second of
 // two designated clients is there in case the first is gone: its woken
@@ -243,12 +243,12 @@ type Waiter struct {
 	// (designatedMe or designatedMeSecond), which must be passed on if it
 	// goes unused (see PassOn, Leave); undesignated otherwise. For a second
 	// designation, firstTag is the tag of the client named first, and
-	// from and heard say which connection's unlock messages woke it and how
-	// many it had heard then (see ReleasedSince).
+	// from and seen say which connection's unlock messages woke it and how
+	// many the topic had counted then (see ReleasedSince).
 	designated designation
 	firstTag   string
 	from       int
-	heard      uint64
+	seen       uint64
 }
 
 // DefaultLinger is how long a channel stays subscribed after its last
@@ -624,7 +624,7 @@ func (h *Hub) message(channel, payload string, from int) {
 		w = t.waiters[0]
 	}
 	w.designated = heard // undesignated or this client's: designatedOther returned above
-	w.firstTag, w.from, w.heard = t.firstOf[from], from, t.releases[from]
+	w.firstTag, w.from, w.seen = t.firstOf[from], from, t.releases[from]
 }
 
 // designatedLocked records a designation heard on channel: a release names
@@ -802,7 +802,7 @@ func (w *Waiter) FirstDesignee() string {
 func (w *Waiter) ReleasedSince() bool {
 	w.hub.mu.Lock()
 	defer w.hub.mu.Unlock()
-	return w.topic.releases[w.from] > w.heard
+	return w.topic.releases[w.from] > w.seen
 }
 
 // PassOn hands a wake-up the waiter received but could not use (the
@@ -825,7 +825,7 @@ func (h *Hub) handOnLocked(w *Waiter, drop bool) {
 	w.designated = undesignated
 	if next := w.topic.wakeOne(w); next != nil {
 		next.designated = d
-		next.firstTag, next.from, next.heard = w.firstTag, w.from, w.heard
+		next.firstTag, next.from, next.seen = w.firstTag, w.from, w.seen
 		return
 	}
 	w.topic.missed = true
