@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -46,16 +47,20 @@ func newLock(t *testing.T, c *rlock.Client, name string, opts ...fair.Option) *f
 	return l
 }
 
-func owner(t *testing.T, l *fair.Lock) string {
-	t.Helper()
+func owner(t require.TestingT, l *fair.Lock) string {
+	if h, ok := t.(interface{ Helper() }); ok {
+		h.Helper()
+	}
 	o, err := l.Owner(context.Background())
 	require.NoError(t, err)
 	return o
 }
 
 // queue returns the owners in l's queue, first in line first.
-func queue(t *testing.T, l *fair.Lock) []string {
-	t.Helper()
+func queue(t require.TestingT, l *fair.Lock) []string {
+	if h, ok := t.(interface{ Helper() }); ok {
+		h.Helper()
+	}
 	q, err := l.Queue(context.Background())
 	require.NoError(t, err)
 	out := make([]string, len(q))
@@ -68,7 +73,7 @@ func queue(t *testing.T, l *fair.Lock) []string {
 // waitQueued blocks until l's queue holds n waiters.
 func waitQueued(t *testing.T, l *fair.Lock, n int) {
 	t.Helper()
-	require.Eventually(t, func() bool { return len(queue(t, l)) == n }, 10*time.Second, time.Millisecond)
+	require.EventuallyWithT(t, func(c *assert.CollectT) { require.Len(c, queue(c, l), n) }, 10*time.Second, time.Millisecond)
 }
 
 // lockAsync starts l.Lock(ctx) and returns where its result arrives.
@@ -247,9 +252,8 @@ func TestCancelledWaiterLeavesQueue(t *testing.T) {
 
 		cancel()
 		require.ErrorIs(t, <-aDone, context.Canceled)
-		require.Eventually(t, func() bool {
-			q := queue(t, holder)
-			return len(q) == 1 && q[0] == owner(t, z)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			require.Equal(c, []string{owner(c, z)}, queue(c, holder))
 		}, 5*time.Second, time.Millisecond)
 		held, err := a.IsHeld(ctx)
 		require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock-go/rlock"
@@ -24,16 +25,20 @@ type mixedWaiter struct {
 }
 
 // serverNow returns the server's clock in epoch ms.
-func serverNow(t *testing.T, rdb redis.UniversalClient) float64 {
-	t.Helper()
+func serverNow(t require.TestingT, rdb redis.UniversalClient) float64 {
+	if h, ok := t.(interface{ Helper() }); ok {
+		h.Helper()
+	}
 	tm, err := rdb.Time(context.Background()).Result()
 	require.NoError(t, err)
 	return float64(tm.UnixMilli())
 }
 
 // queuedScores returns the queue's owners and scores (Redisson's view).
-func queuedScores(t *testing.T, rdb redis.UniversalClient, name string) ([]string, []float64) {
-	t.Helper()
+func queuedScores(t require.TestingT, rdb redis.UniversalClient, name string) ([]string, []float64) {
+	if h, ok := t.(interface{ Helper() }); ok {
+		h.Helper()
+	}
 	o, s, err := redistest.Scores(context.Background(), rdb, name)
 	require.NoError(t, err)
 	return o, s
@@ -41,7 +46,7 @@ func queuedScores(t *testing.T, rdb redis.UniversalClient, name string) ([]strin
 
 func waitLen(t *testing.T, rdb redis.UniversalClient, name string, n int) {
 	t.Helper()
-	require.Eventually(t, func() bool { o, _ := queuedScores(t, rdb, name); return len(o) == n },
+	require.EventuallyWithT(t, func(c *assert.CollectT) { o, _ := queuedScores(c, rdb, name); require.Len(c, o, n) },
 		10*time.Second, time.Millisecond, "queue of %d", n)
 }
 
@@ -212,9 +217,10 @@ func TestPrunedRedissonWaiterIsTold(t *testing.T) {
 			redis.Z{Score: serverNow(t, rdb) - 1000, Member: r.Owner()}).Err())
 		// An rlock attempt prunes it.
 		require.ErrorIs(t, newLock(t, rc, name).TryLock(ctx), rlock.ErrNotObtained)
-		require.Eventually(t, func() bool {
-			o, s := queuedScores(t, rdb, name)
-			return len(o) == 1 && s[0] > serverNow(t, rdb)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			o, s := queuedScores(c, rdb, name)
+			require.Len(c, o, 1)
+			require.Greater(c, s[0], serverNow(c, rdb))
 		}, 3*time.Second, time.Millisecond, "the pruned waiter was told and rejoined")
 		require.NoError(t, holder.Unlock(ctx))
 		require.NoError(t, <-rgot)

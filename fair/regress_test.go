@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock-go/rlock/internal/redistest"
@@ -57,7 +58,7 @@ func TestQueueMovesAfterUnlockWithUnknownOutcome(t *testing.T) {
 		defer cancel()
 		got := make(chan error, 1)
 		go func() { got <- waiter.Lock(wctx) }()
-		require.Eventually(t, func() bool { return len(queue(t, l)) == 1 }, 5*time.Second, time.Millisecond)
+		require.EventuallyWithT(t, func(c *assert.CollectT) { require.Len(c, queue(c, l), 1) }, 5*time.Second, time.Millisecond)
 
 		proxy.DropNextReply("evalsha")
 		require.Error(t, l.Unlock(ctx), "the release ran but its reply was lost")
@@ -86,13 +87,13 @@ func TestLeaveWithLostReplyIsSentAgain(t *testing.T) {
 		wctx, cancel := context.WithCancel(ctx)
 		got := make(chan error, 1)
 		go func() { got <- waiter.Lock(wctx) }()
-		require.Eventually(t, func() bool { return len(queue(t, holder)) == 1 }, 5*time.Second, time.Millisecond)
+		require.EventuallyWithT(t, func(c *assert.CollectT) { require.Len(c, queue(c, holder), 1) }, 5*time.Second, time.Millisecond)
 
 		proxy.DropNextReply("evalsha") // the leave's
 		cancel()
 		require.ErrorIs(t, <-got, context.Canceled)
 		require.Eventually(t, func() bool { return proxy.Dropped() == 1 }, 5*time.Second, time.Millisecond)
-		require.Eventually(t, func() bool { return len(queue(t, holder)) == 0 }, 5*time.Second, 5*time.Millisecond,
+		require.EventuallyWithT(t, func(c *assert.CollectT) { require.Empty(c, queue(c, holder)) }, 5*time.Second, 5*time.Millisecond,
 			"the waiter that gave up kept its place")
 		require.NoError(t, holder.Unlock(ctx))
 	})

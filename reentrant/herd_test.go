@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock-go/rlock"
@@ -155,14 +156,17 @@ func (s *herdSetup) waiterOn(t *testing.T, rdb *redis.Client, unlock bool) *herd
 		}
 		w.done <- err
 	}()
-	require.Eventually(t, func() bool {
-		return w.c.Waiters().Waiters == 1 && w.hook.attempts.Load() >= 2 && s.registered(t, waiters.Tag(w.c.ID()))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		require.True(c, w.c.Waiters().Waiters == 1 && w.hook.attempts.Load() >= 2 && s.registered(c, waiters.Tag(w.c.ID())))
 	}, 10*time.Second, time.Millisecond)
 	return w
 }
 
 // registered reports whether tag is in the registry.
-func (s *herdSetup) registered(t *testing.T, tag string) bool {
+func (s *herdSetup) registered(t require.TestingT, tag string) bool {
+	if h, ok := t.(interface{ Helper() }); ok {
+		h.Helper()
+	}
 	err := s.rdb.ZScore(context.Background(), s.registry, tag).Err()
 	if err == redis.Nil {
 		return false
@@ -218,7 +222,7 @@ func TestHerdCrashedDesignatedClientDoesNotStall(t *testing.T) {
 		require.True(t, s.registered(t, tag))
 		s.first(t, tag)
 		s.releaseWakesB(t, "a crashed designated client left the release waking nobody")
-		require.Eventually(t, func() bool { return !s.registered(t, tag) }, 10*time.Second, time.Millisecond,
+		require.EventuallyWithT(t, func(c *assert.CollectT) { require.False(c, s.registered(c, tag)) }, 10*time.Second, time.Millisecond,
 			"the crashed client is still registered, to be named first again")
 	})
 }
@@ -304,7 +308,7 @@ func TestHerdDesignationBeforeTheSubscriptionIsPassedOn(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- l.Lock(ctx) }()
 		tag := waiters.Tag(c.ID())
-		require.Eventually(t, func() bool { return c.Waiters().Waiters == 1 && s.registered(t, tag) }, 30*time.Second, time.Millisecond)
+		require.EventuallyWithT(t, func(ct *assert.CollectT) { require.True(ct, c.Waiters().Waiters == 1 && s.registered(ct, tag)) }, 30*time.Second, time.Millisecond)
 		cancel() // its SUBSCRIBE is still on its way
 		require.ErrorIs(t, <-done, context.Canceled)
 		s.first(t, tag, waiters.Tag("gone-"+s.name))
@@ -439,7 +443,7 @@ func TestGrantWhileTheChannelLingersUnregistersTheClient(t *testing.T) {
 		go func() { done <- newLock(t, c, name).Lock(waiting) }()
 		s := &herdSetup{rdb: b.NewClient(t), registry: base.Waiters(name)}
 		tag := waiters.Tag(c.ID())
-		require.Eventually(t, func() bool { return c.Waiters().Waiters == 1 && s.registered(t, tag) }, 10*time.Second, time.Millisecond)
+		require.EventuallyWithT(t, func(ct *assert.CollectT) { require.True(ct, c.Waiters().Waiters == 1 && s.registered(ct, tag)) }, 10*time.Second, time.Millisecond)
 		cancel()
 		require.ErrorIs(t, <-done, context.Canceled)
 		require.True(t, s.registered(t, tag), "a waiter that gives up leaves its registration to lapse")

@@ -59,8 +59,10 @@ func lockUnlock(ctx context.Context, l *reentrant.Lock) error {
 	return l.Unlock(ctx)
 }
 
-func holdCount(t *testing.T, rdb *redis.Client, name, field string) int {
-	t.Helper()
+func holdCount(t require.TestingT, rdb *redis.Client, name, field string) int {
+	if h, ok := t.(interface{ Helper() }); ok {
+		h.Helper()
+	}
 	n, err := rdb.HGet(context.Background(), name, field).Int()
 	if errors.Is(err, redis.Nil) {
 		return 0

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock-go/rlock"
@@ -99,7 +100,7 @@ func TestLostReplyWithoutRetries(t *testing.T) {
 
 		proxy.DropNextReply("evalsha")
 		require.Error(t, l.TryLock(ctx), "the acquire ran but its reply was lost")
-		require.Eventually(t, func() bool { return holdCount(t, direct, name, field) == 0 },
+		require.EventuallyWithT(t, func(c *assert.CollectT) { require.Zero(c, holdCount(c, direct, name, field)) },
 			5*time.Second, time.Millisecond, "the unreported grant is given back")
 		proxy.DropNextReply("evalsha")
 		require.NoError(t, l.Lock(ctx), "a blocking Lock outlives a lost reply")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock-go/rlock"
@@ -63,7 +64,7 @@ func TestKilledReaderReleased(t *testing.T) {
 		require.Len(t, state(t, live).Readers, 2)
 
 		child.Kill()
-		require.Eventually(t, func() bool { return len(state(t, live).Readers) == 1 }, lease+2*time.Second, 5*time.Millisecond,
+		require.EventuallyWithT(t, func(c *assert.CollectT) { require.Len(c, state(c, live).Readers, 1) }, lease+2*time.Second, 5*time.Millisecond,
 			"the dead reader drops out within its lease")
 		require.NoError(t, live.ReadLock().Err(), "the live reader goes on")
 		require.NoError(t, live.ReadLock().TryLock(ctx), "and re-enters")
@@ -71,7 +72,7 @@ func TestKilledReaderReleased(t *testing.T) {
 		w := newRW(t, newClient(t, b), name)
 		wrote := make(chan error, 1)
 		go func() { wrote <- w.WriteLock().Lock(ctx) }()
-		require.Eventually(t, func() bool { return len(state(t, live).Waiting) == 1 }, 10*time.Second, time.Millisecond)
+		require.EventuallyWithT(t, func(c *assert.CollectT) { require.Len(c, state(c, live).Waiting, 1) }, 10*time.Second, time.Millisecond)
 		require.NoError(t, live.ReadLock().Unlock(ctx))
 		require.NoError(t, live.ReadLock().Unlock(ctx))
 		require.NoError(t, <-wrote, "the dead reader does not hold the writer up")

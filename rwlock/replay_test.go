@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock-go/rlock"
@@ -16,8 +17,10 @@ import (
 
 // holds returns field's hold count in the hash and how many of its timeout
 // keys 1..5 exist, read directly.
-func holds(t *testing.T, rdb *redis.Client, name, field string) (int, int) {
-	t.Helper()
+func holds(t require.TestingT, rdb *redis.Client, name, field string) (int, int) {
+	if h, ok := t.(interface{ Helper() }); ok {
+		h.Helper()
+	}
 	ctx := context.Background()
 	n, err := rdb.HGet(ctx, name, field).Int()
 	if err == redis.Nil {
@@ -131,7 +134,10 @@ func TestLostReplyWithoutRetries(t *testing.T) {
 
 			proxy.DropNextReply("evalsha")
 			require.Error(t, side.h.TryLock(ctx), "the acquire ran but its reply was lost")
-			require.Eventually(t, func() bool { n, k := holds(t, direct, name, side.field); return n == 0 && k == 0 },
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				n, k := holds(c, direct, name, side.field)
+				require.Equal(c, [2]int{0, 0}, [2]int{n, k})
+			},
 				5*time.Second, time.Millisecond, "the unreported grant is given back")
 			proxy.DropNextReply("evalsha")
 			require.NoError(t, side.h.Lock(ctx), "a blocking Lock outlives a lost reply")

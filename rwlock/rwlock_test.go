@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -38,8 +39,10 @@ func newRW(t *testing.T, c *rlock.Client, name string, opts ...rwlock.Option) *r
 }
 
 // state reads the lock's state.
-func state(t *testing.T, l *rwlock.RWLock) rwlock.State {
-	t.Helper()
+func state(t require.TestingT, l *rwlock.RWLock) rwlock.State {
+	if h, ok := t.(interface{ Helper() }); ok {
+		h.Helper()
+	}
 	s, err := l.State(context.Background())
 	require.NoError(t, err)
 	return s
@@ -177,7 +180,7 @@ func TestWaitingWriterKeepsNewReadersOut(t *testing.T) {
 		require.NoError(t, r.ReadLock().Lock(ctx))
 		wrote := make(chan error, 1)
 		go func() { wrote <- w.WriteLock().Lock(ctx) }()
-		require.Eventually(t, func() bool { return len(state(t, r).Waiting) == 1 }, 10*time.Second, time.Millisecond)
+		require.EventuallyWithT(t, func(c *assert.CollectT) { require.Len(c, state(c, r).Waiting, 1) }, 10*time.Second, time.Millisecond)
 		wowner, err := w.WriteLock().Owner(ctx)
 		require.NoError(t, err)
 		require.Equal(t, wowner, state(t, r).Waiting[0].Owner)
@@ -218,7 +221,7 @@ func TestCancelledLockLeavesNothing(t *testing.T) {
 		wctx, cancel := context.WithCancel(ctx)
 		wrote := make(chan error, 1)
 		go func() { wrote <- w.WriteLock().Lock(wctx) }()
-		require.Eventually(t, func() bool { return len(state(t, r).Waiting) == 1 }, 10*time.Second, time.Millisecond)
+		require.EventuallyWithT(t, func(c *assert.CollectT) { require.Len(c, state(c, r).Waiting, 1) }, 10*time.Second, time.Millisecond)
 		late := newRW(t, c, name, opts...)
 		read := make(chan error, 1)
 		go func() { read <- late.ReadLock().Lock(ctx) }() // kept out until the writer leaves
@@ -306,7 +309,7 @@ func TestReadHoldsRenewedAndExpireAlone(t *testing.T) {
 			t.Fatal("the short lease never ran out")
 		}
 		require.ErrorIs(t, short.ReadLock().Err(), rlock.ErrLockLost)
-		require.Eventually(t, func() bool { return len(state(t, long).Readers) == 1 }, 10*time.Second, 5*time.Millisecond)
+		require.EventuallyWithT(t, func(c *assert.CollectT) { require.Len(c, state(c, long).Readers, 1) }, 10*time.Second, 5*time.Millisecond)
 		renewed := c.WatchdogStats().Renewed
 		require.Eventually(t, func() bool { return c.WatchdogStats().Renewed > renewed+3 }, 10*time.Second, 5*time.Millisecond)
 		require.True(t, held(t, long.ReadLock()), "renewed past several leases")

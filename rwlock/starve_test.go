@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock-go/rlock"
@@ -19,6 +20,19 @@ type events struct {
 	mu  sync.Mutex
 	seq int
 	log []event
+}
+
+// asksBetween counts the readers' asks logged after from and before to.
+func (e *events) asksBetween(from, to int) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, ev := range e.log {
+		if ev.what == "ask" && ev.seq > from && ev.seq < to {
+			n++
+		}
+	}
+	return n
 }
 
 type event struct {
@@ -90,25 +104,51 @@ func TestWriterNotStarved(t *testing.T) {
 		require.Eventually(t, func() bool { return next.Load() > 30 }, 20*time.Second, time.Millisecond)
 		require.ErrorIs(t, w.WriteLock().TryLock(ctx), rlock.ErrNotObtained)
 
-		wrote := make(chan error, 1)
-		go func() {
-			err := w.WriteLock().Lock(ctx)
-			if err == nil {
-				log.add("write", 0)
+		// A round: the writer calls Lock while readers flow. It tests the
+		// order only if the writer is seen registered before it is granted
+		// and a reader asks in between; on a slow host the writer may find
+		// a gap between readers, be granted between two looks, or be granted
+		// before a reader asks, and then it goes again.
+		var waits [][2]int // the registration's and the write's sequence numbers
+		for round := 0; ; round++ {
+			require.Less(t, round, 20, "the writer was never seen waiting while a reader asked")
+			wrote := make(chan int, 1) // the write's sequence number
+			go func() {
+				if err := w.WriteLock().Lock(ctx); err != nil {
+					errs <- err
+					close(wrote)
+					return
+				}
+				wrote <- log.add("write", 0)
+			}()
+			seen := make(chan int, 1) // the registration's sequence number; 0 if not seen
+			require.EventuallyWithT(t, func(c *assert.CollectT) {
+				select {
+				case <-wrote: // granted (or failed) before it was seen waiting
+					seen <- 0
+					return
+				default:
+				}
+				s, err := w.State(ctx)
+				require.NoError(c, err)
+				require.Len(c, s.Waiting, 1)
+				seen <- log.add("registered", 0)
+			}, 20*time.Second, time.Millisecond)
+			registered := <-seen
+			if registered == 0 {
+				require.Empty(t, errs, "the writer's Lock failed")
+				require.NoError(t, w.WriteLock().Unlock(ctx))
+				continue
 			}
-			wrote <- err
-		}()
-		var registered int
-		require.Eventually(t, func() bool {
-			if len(state(t, w).Waiting) == 1 {
-				registered = log.add("registered", 0)
-				return true
+			writeSeq := <-wrote
+			require.NotZero(t, writeSeq, "the writer was granted while readers kept arriving")
+			require.NoError(t, w.WriteLock().Unlock(ctx))
+			waits = append(waits, [2]int{registered, writeSeq})
+			if log.asksBetween(registered, writeSeq) > 0 {
+				break
 			}
-			return false
-		}, 20*time.Second, time.Millisecond)
-		require.NoError(t, <-wrote, "the writer was granted while readers kept arriving")
+		}
 		asksMeanwhile := next.Load()
-		require.NoError(t, w.WriteLock().Unlock(ctx))
 		// Readers go on after the write.
 		require.Eventually(t, func() bool { return next.Load() > asksMeanwhile+5 }, 20*time.Second, time.Millisecond)
 		close(stop)
@@ -118,26 +158,23 @@ func TestWriterNotStarved(t *testing.T) {
 			require.NoError(t, err)
 		}
 
-		// Event order: no reader that asked after the registration was seen
-		// was granted before the write; and readers did ask meanwhile.
-		asked := map[int]int{}
-		var wrote1, askedDuring int
-		for _, e := range log.log {
-			switch e.what {
-			case "ask":
-				asked[e.who] = e.seq
-				if e.seq > registered && wrote1 == 0 {
-					askedDuring++
-				}
-			case "write":
-				wrote1 = e.seq
-			case "read":
-				if wrote1 == 0 && asked[e.who] > registered {
-					t.Fatalf("reader %d asked after the writer registered and got in before it", e.who)
+		// Event order: in every round, no reader that asked after the
+		// registration was seen was granted before the write.
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		for _, wait := range waits {
+			registered, wrote := wait[0], wait[1]
+			asked := map[int]int{}
+			for _, e := range log.log {
+				switch e.what {
+				case "ask":
+					asked[e.who] = e.seq
+				case "read":
+					if e.seq < wrote && asked[e.who] > registered {
+						t.Fatalf("reader %d asked after the writer registered and got in before it", e.who)
+					}
 				}
 			}
 		}
-		require.NotZero(t, wrote1)
-		require.Positive(t, askedDuring, "readers kept arriving while the writer waited")
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -17,8 +18,10 @@ import (
 )
 
 // collect reads every metric the reader has, by name.
-func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]metricdata.Metrics {
-	t.Helper()
+func collect(t require.TestingT, r *sdkmetric.ManualReader) map[string]metricdata.Metrics {
+	if h, ok := t.(interface{ Helper() }); ok {
+		h.Helper()
+	}
 	var rm metricdata.ResourceMetrics
 	require.NoError(t, r.Collect(context.Background(), &rm))
 	out := map[string]metricdata.Metrics{}
@@ -38,8 +41,10 @@ type point struct {
 	value int64
 }
 
-func points(t *testing.T, m metricdata.Metrics) []point {
-	t.Helper()
+func points(t require.TestingT, m metricdata.Metrics) []point {
+	if h, ok := t.(interface{ Helper() }); ok {
+		h.Helper()
+	}
 	attrs := func(s attribute.Set) map[string]string {
 		out := map[string]string{}
 		for _, kv := range s.ToSlice() {
@@ -62,15 +67,17 @@ func points(t *testing.T, m metricdata.Metrics) []point {
 			out = append(out, point{attrs(p.Attributes), int64(p.Count)})
 		}
 	default:
-		t.Fatalf("%s: unexpected data %T", m.Name, m.Data)
+		require.Failf(t, "unexpected data", "%s: %T", m.Name, m.Data)
 	}
 	return out
 }
 
 // value returns the value (or count) of m's point whose attributes are
 // exactly want, and 0 if it has none.
-func value(t *testing.T, ms map[string]metricdata.Metrics, name string, want map[string]string) int64 {
-	t.Helper()
+func value(t require.TestingT, ms map[string]metricdata.Metrics, name string, want map[string]string) int64 {
+	if h, ok := t.(interface{ Helper() }); ok {
+		h.Helper()
+	}
 	m, ok := ms[name]
 	if !ok {
 		return 0
@@ -125,7 +132,9 @@ func TestMetrics(t *testing.T) {
 			}
 			return m
 		}
-		require.Eventually(t, func() bool { return value(t, collect(t, reader), "rlock.lock.waiters", kind) == 1 },
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			require.EqualValues(c, 1, value(c, collect(c, reader), "rlock.lock.waiters", kind))
+		},
 			5*time.Second, time.Millisecond, "b waits")
 		require.NoError(t, a.Unlock(ctx))
 		require.NoError(t, <-got)
