@@ -161,9 +161,10 @@ func multiNodeContenders() []contender {
 	return []contender{
 		{name: "redsync", config: "1 pool", nodes: 1, open: openRedsync(nil)},
 		{name: "rlock", config: "RedLock, nodes in parallel", nodes: 5, open: openRlockRedLock},
-		{name: redlockFloorName, config: "SET NX PX + compare-and-delete, goroutine per node and call; a floor, not a library", nodes: 5, open: openRedlockFloor(false, false)},
-		{name: redlockFloorName, config: "Redisson-layout scripts, goroutine per node and call; a floor, not a library", nodes: 5, open: openRedlockFloor(true, false)},
-		{name: redlockFloorName, config: "Redisson-layout scripts, parked goroutine per node; a floor, not a library", nodes: 5, open: openRedlockFloor(true, true)},
+		{name: redlockFloorName, config: "SET NX PX + compare-and-delete, goroutine per node and call; a floor, not a library", nodes: 5, open: openRedlockFloor(setNXLayout, false)},
+		{name: redlockFloorName, config: "Redisson-layout scripts, goroutine per node and call; a floor, not a library", nodes: 5, open: openRedlockFloor(redissonLayout, false)},
+		{name: redlockFloorName, config: "Redisson-layout scripts, parked goroutine per node; a floor, not a library", nodes: 5, open: openRedlockFloor(redissonLayout, true)},
+		{name: redlockFloorName, config: "the same with exactly-once releases (replay latch); a floor, not a library", nodes: 5, open: openRedlockFloor(redissonOnceLayout, true)},
 	}
 }
 

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 
@@ -25,6 +27,9 @@ import (
 //     PUBLISH: the least any Redisson-compatible reentrant lock sends (no
 //     replay latch, no waiter registration, no client bookkeeping), so the
 //     least any Redisson-compatible RedLock costs.
+//   - The same with exactly-once last releases (a replay latch per owner,
+//     floor.RedissonReleaseOnce): the least a Redisson-compatible RedLock
+//     with rlock's guarantee under re-sent releases costs.
 
 // redlockFloorName is the library name of both floors: a floor, kept apart
 // from the single-node floor the other ratios are taken against.
@@ -37,12 +42,23 @@ const redlockFloorName = "redlock-floor"
 type redlockFloorProcess struct {
 	rdbs     []*redis.Client
 	redisson bool
+	once     bool          // Redisson layout: release with RedissonReleaseOnce
 	work     []chan func() // by node, with workers
+	requests atomic.Int64  // request IDs of exactly-once releases
 }
 
-func openRedlockFloor(redisson, workers bool) func(context.Context, []string, *runStats) (process, error) {
+// redlockFloorLayout is a RedLock floor's data layout.
+type redlockFloorLayout int
+
+const (
+	setNXLayout        redlockFloorLayout = iota // SET NX PX + compare-and-delete
+	redissonLayout                               // Redisson's hash
+	redissonOnceLayout                           // Redisson's hash, exactly-once releases
+)
+
+func openRedlockFloor(layout redlockFloorLayout, workers bool) func(context.Context, []string, *runStats) (process, error) {
 	return func(_ context.Context, addrs []string, st *runStats) (process, error) {
-		p := &redlockFloorProcess{redisson: redisson}
+		p := &redlockFloorProcess{redisson: layout != setNXLayout, once: layout == redissonOnceLayout}
 		for _, a := range addrs {
 			p.rdbs = append(p.rdbs, newRedis(a, st))
 			if workers {
@@ -63,6 +79,7 @@ func (p *redlockFloorProcess) mutex(name string) (mutex, error) {
 	m := &redlockFloorMutex{p: p, keys: []string{name, base.Channel(name)}, token: randomToken()}
 	if p.redisson {
 		m.token = randomToken() + ":1" // an owner field: client ID, thread
+		m.keys = append(m.keys, base.DerivedKey(base.LatchPrefix, name)+":"+m.token)
 	}
 	return m, nil
 }
@@ -80,7 +97,7 @@ func (p *redlockFloorProcess) close() error {
 
 type redlockFloorMutex struct {
 	p     *redlockFloorProcess
-	keys  []string // the lock, its channel
+	keys  []string // the lock, its channel; the owner's latch (Redisson layout)
 	token string   // the token (SET NX) or owner field (Redisson layout)
 }
 
@@ -140,7 +157,14 @@ func (m *redlockFloorMutex) unlock(ctx context.Context) error {
 			n, err := floor.CompareAndDelete.Run(ctx, rdb, m.keys[:1], m.token).Int()
 			return n == 1, err
 		}
-		n, err := floor.RedissonRelease.Run(ctx, rdb, m.keys, "0", floorTTL.Milliseconds(), m.token).Int()
+		var n int
+		var err error
+		if m.p.once {
+			request := strconv.FormatInt(m.p.requests.Add(1), 36)
+			n, err = floor.RedissonReleaseOnce.Run(ctx, rdb, m.keys, "0", floorTTL.Milliseconds(), m.token, request, 60000).Int()
+		} else {
+			n, err = floor.RedissonRelease.Run(ctx, rdb, m.keys[:2], "0", floorTTL.Milliseconds(), m.token).Int()
+		}
 		if err == redis.Nil {
 			return false, nil
 		}

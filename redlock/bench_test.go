@@ -6,12 +6,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/floor"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/redlock"
@@ -152,6 +154,10 @@ func (n nodes) allOn(work []chan func(), fn func(*redis.Client) error) error {
 //   - redisson5-floor-workers: the same with one parked goroutine per
 //     node making its calls, as rlock's RedLock has its nodes' calls made
 //     by their clients' background workers: the floor of rlock's design.
+//   - redisson5-once-floor-workers: the same with exactly-once last
+//     releases (floor.RedissonReleaseOnce, a replay latch per owner): the
+//     floor of rlock's design with rlock's guarantee under re-sent
+//     releases.
 //
 // The redsync comparison itself lives in the benchmarks module (redsync
 // must not enter this module's go.mod).
@@ -215,8 +221,9 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			})
 		})
 	})
-	b.Run("redisson5-floor", func(b *testing.B) { redissonFloor(b, n, nil) })
-	b.Run("redisson5-floor-workers", func(b *testing.B) { redissonFloor(b, n, workers(b, len(n.rdbs))) })
+	b.Run("redisson5-floor", func(b *testing.B) { redissonFloor(b, n, nil, false) })
+	b.Run("redisson5-floor-workers", func(b *testing.B) { redissonFloor(b, n, workers(b, len(n.rdbs)), false) })
+	b.Run("redisson5-once-floor-workers", func(b *testing.B) { redissonFloor(b, n, workers(b, len(n.rdbs)), true) })
 }
 
 // workers starts n parked goroutines, each running the functions sent on
@@ -236,12 +243,14 @@ func workers(b *testing.B, n int) []chan func() {
 }
 
 // redissonFloor is the redisson5-floor benchmarks: on the workers work,
-// or in new goroutines when work is nil.
-func redissonFloor(b *testing.B, n nodes, work []chan func()) {
+// or in new goroutines when work is nil; with exactly-once releases if
+// once.
+func redissonFloor(b *testing.B, n nodes, work []chan func(), once bool) {
 	ctx := context.Background()
 	key := redistest.Name(b)
-	keys := []string{key, "redisson_lock__channel:{" + key + "}"}
 	const lease, owner = 10000, "client:1"
+	keys := []string{key, base.Channel(key), base.DerivedKey(base.LatchPrefix, key) + ":" + owner}
+	var request atomic.Int64
 	timed(b, n, func() error {
 		if err := n.allOn(work, func(rdb *redis.Client) error {
 			err := floor.RedissonAcquire.Run(ctx, rdb, keys[:1], lease, owner).Err()
@@ -255,8 +264,12 @@ func redissonFloor(b *testing.B, n nodes, work []chan func()) {
 		}); err != nil {
 			return err
 		}
+		id := strconv.FormatInt(request.Add(1), 36)
 		return n.allOn(work, func(rdb *redis.Client) error {
-			return floor.RedissonRelease.Run(ctx, rdb, keys, 0, lease, owner).Err()
+			if once {
+				return floor.RedissonReleaseOnce.Run(ctx, rdb, keys, 0, lease, owner, id, 60000).Err()
+			}
+			return floor.RedissonRelease.Run(ctx, rdb, keys[:2], 0, lease, owner).Err()
 		})
 	})
 }
