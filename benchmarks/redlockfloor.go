@@ -41,8 +41,7 @@ const redlockFloorName = "redlock-floor"
 // background workers likewise); without, a new goroutine per call.
 type redlockFloorProcess struct {
 	rdbs     []*redis.Client
-	redisson bool
-	once     bool          // Redisson layout: release with RedissonReleaseOnce
+	layout   redlockFloorLayout
 	work     []chan func() // by node, with workers
 	requests atomic.Int64  // request IDs of exactly-once releases
 }
@@ -58,7 +57,7 @@ const (
 
 func openRedlockFloor(layout redlockFloorLayout, workers bool) func(context.Context, []string, *runStats) (process, error) {
 	return func(_ context.Context, addrs []string, st *runStats) (process, error) {
-		p := &redlockFloorProcess{redisson: layout != setNXLayout, once: layout == redissonOnceLayout}
+		p := &redlockFloorProcess{layout: layout}
 		for _, a := range addrs {
 			p.rdbs = append(p.rdbs, newRedis(a, st))
 			if workers {
@@ -77,7 +76,7 @@ func openRedlockFloor(layout redlockFloorLayout, workers bool) func(context.Cont
 
 func (p *redlockFloorProcess) mutex(name string) (mutex, error) {
 	m := &redlockFloorMutex{p: p, keys: []string{name, base.Channel(name)}, token: randomToken()}
-	if p.redisson {
+	if p.layout != setNXLayout {
 		m.token = randomToken() + ":1" // an owner field: client ID, thread
 		m.keys = append(m.keys, base.DerivedKey(base.LatchPrefix, name)+":"+m.token)
 	}
@@ -134,7 +133,7 @@ func (m *redlockFloorMutex) lock(ctx context.Context) error {
 	quorum := len(m.p.rdbs)/2 + 1
 	for {
 		n, err := m.all(func(rdb *redis.Client) (bool, error) {
-			if !m.p.redisson {
+			if m.p.layout == setNXLayout {
 				return rdb.SetNX(ctx, m.keys[0], m.token, floorTTL).Result()
 			}
 			return redissonAcquire(ctx, rdb, m.keys[0], m.token)
@@ -153,13 +152,13 @@ func (m *redlockFloorMutex) lock(ctx context.Context) error {
 
 func (m *redlockFloorMutex) unlock(ctx context.Context) error {
 	n, err := m.all(func(rdb *redis.Client) (bool, error) {
-		if !m.p.redisson {
+		if m.p.layout == setNXLayout {
 			n, err := floor.CompareAndDelete.Run(ctx, rdb, m.keys[:1], m.token).Int()
 			return n == 1, err
 		}
 		var n int
 		var err error
-		if m.p.once {
+		if m.p.layout == redissonOnceLayout {
 			request := strconv.FormatInt(m.p.requests.Add(1), 36)
 			n, err = floor.RedissonReleaseOnce.Run(ctx, rdb, m.keys, "0", floorTTL.Milliseconds(), m.token, request, 60000).Int()
 		} else {

@@ -127,6 +127,14 @@ func NewClient(rdb base.Redis, cfg Config) (*Client, error) {
 // failure is logged; a designation it loses leaves the lock's waiters to
 // their own polls.
 func (c *Client) passOn(channel string, drop, pass bool) {
+	c.passOnFor(channel, c.tag, drop, pass)
+}
+
+// passOnFor is passOn for the client whose designation tag is tag: with
+// another client's tag, drop and not pass, it takes that client off the
+// lock's registry (see Lock.unregister). A registration it fails to take
+// off lapses by itself.
+func (c *Client) passOnFor(channel, tag string, drop, pass bool) {
 	names := base.ChannelLocks(channel)
 	if len(names) == 0 {
 		return
@@ -134,10 +142,10 @@ func (c *Client) passOn(channel string, drop, pass bool) {
 	keys := append([]string{channel, base.Waiters(names[0])}, names...)
 	run := func() {
 		ctx := context.Background()
-		err := c.run(ctx, lua.PassOn, keys, c.tag, boolArg(drop), boolArg(pass), designations,
+		err := c.run(ctx, lua.PassOn, keys, tag, boolArg(drop), boolArg(pass), designations,
 			base.UnlockMessage, c.publishArg(ctx)).Err()
 		if err != nil {
-			c.logger().Warn("rlock: passing a wake-up on failed", "channel", channel, "err", err)
+			c.logger().Warn("rlock: passing a wake-up on or unregistering a client failed", "channel", channel, "tag", tag, "err", err)
 		}
 	}
 	c.goBackground(run)

@@ -110,10 +110,8 @@ type waitPlan struct {
 	prefer  bool          // an unlock message ("0") wakes it before the channel's other waiters
 	early   bool          // join before the first attempt, so that no release between the two goes only to other waiters
 	// registers: its attempts register the client with the lock, whose
-	// releases then designate the clients that wake a waiter; registry is
-	// the key they register in.
+	// releases then designate the clients that wake a waiter.
 	registers bool
-	registry  string
 }
 
 // noBound is a waitPlan's poll when only the lock's TTL (or the client's
@@ -189,7 +187,7 @@ func (k *reentrantKind) forceUnlock(latch string, replay time.Duration, pub stri
 // (unless its owner re-enters), which saves an attempt per grant under
 // contention and hands grants round the client's waiters in arrival order.
 func (k *reentrantKind) waitPlan(string) waitPlan {
-	return waitPlan{channel: k.channel, poll: noBound, behind: true, registers: true, registry: k.registry}
+	return waitPlan{channel: k.channel, poll: noBound, behind: true, registers: true}
 }
 
 func (k *reentrantKind) leave(_, _ string) (scriptCall, bool) { return scriptCall{}, false }

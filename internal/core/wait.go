@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/waiters"
 )
@@ -195,7 +193,7 @@ func (l *Lock) coverFirst(ctx context.Context, w *waiters.Waiter, timer *time.Ti
 				return false, ws.ctxErr(ctx)
 			}
 			if !held {
-				l.unregister(ws.plan.registry, w.FirstDesignee())
+				l.unregister(ws.plan.channel, w.FirstDesignee())
 				return true, nil
 			}
 			if ttl >= 0 {
@@ -244,30 +242,14 @@ func resetUntil(timer *time.Timer, t time.Time) bool {
 	return true
 }
 
-// unregister takes the client of tag off the waiter registry, in the
-// background: a release named it first and it did not act (see
-// coverFirst). If it fails, or the client's Redis lacks ZRem (a wrapper
-// that forwards only what rlock.Redis names; every go-redis client has
-// it), the registration lapses by itself.
-func (l *Lock) unregister(registry, tag string) {
-	z, ok := l.c.rdb.(zRemover)
-	if !ok || tag == "" || tag == l.c.tag {
-		return
+// unregister takes the client of tag off the registry of the lock of
+// channel, in the background: a release named it first and it did not act
+// (see coverFirst).
+func (l *Lock) unregister(channel, tag string) {
+	if tag != "" && tag != l.c.tag {
+		l.c.passOnFor(channel, tag, true, false)
 	}
-	l.c.goBackground(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), unregisterTimeout)
-		defer cancel()
-		_ = z.ZRem(ctx, registry, tag).Err()
-	})
 }
-
-// zRemover is the go-redis method unregister uses.
-type zRemover interface {
-	ZRem(ctx context.Context, key string, members ...any) *redis.IntCmd
-}
-
-// unregisterTimeout bounds unregister's one command.
-const unregisterTimeout = 5 * time.Second
 
 // look reads the lock's TTL without trying for it: held reports whether
 // the lock exists, and ttl is negative for a lock without expiry. A read
