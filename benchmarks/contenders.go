@@ -563,7 +563,8 @@ const redissonFloorName = "redisson-floor"
 
 type redissonFloorProcess struct {
 	rdb      *redis.Client
-	once     bool // release with RedissonReleaseOnce
+	once     bool     // release with RedissonReleaseOnce
+	prompt   *workers // nil: acquire on the caller's goroutine
 	requests atomic.Int64
 }
 
@@ -573,13 +574,28 @@ func openRedissonFloor(once bool) func(context.Context, []string, *runStats) (pr
 	}
 }
 
+// openRedissonFloorPrompt is the exactly-once floor whose lock returns the
+// moment ctx ends, as rlock's does: go-redis cannot abandon a read, so each
+// acquire whose ctx can end runs on a parked goroutine while the caller
+// waits for it or for ctx, and a grant that comes after the caller left is
+// given back. It is the least that promptness costs on top of the layout
+// and the guarantee: one hand-off to a parked goroutine and one back.
+func openRedissonFloorPrompt(_ context.Context, addrs []string, st *runStats) (process, error) {
+	return &redissonFloorProcess{rdb: newRedis(addrs[0], st), once: true, prompt: newWorkers()}, nil
+}
+
 func (p *redissonFloorProcess) mutex(name string) (mutex, error) {
 	owner := randomToken() + ":1" // an owner field: client ID, thread
 	return &redissonFloorMutex{p: p, owner: owner,
 		keys: []string{name, base.Channel(name), base.DerivedKey(base.LatchPrefix, name) + ":" + owner}}, nil
 }
 
-func (p *redissonFloorProcess) close() error { return p.rdb.Close() }
+func (p *redissonFloorProcess) close() error {
+	if p.prompt != nil {
+		p.prompt.close()
+	}
+	return p.rdb.Close()
+}
 
 type redissonFloorMutex struct {
 	p     *redissonFloorProcess
@@ -589,7 +605,7 @@ type redissonFloorMutex struct {
 
 func (m *redissonFloorMutex) lock(ctx context.Context) error {
 	for {
-		ok, err := redissonAcquire(ctx, m.p.rdb, m.keys[0], m.owner)
+		ok, err := m.acquire(ctx)
 		if err != nil || ok {
 			return err
 		}
@@ -598,6 +614,76 @@ func (m *redissonFloorMutex) lock(ctx context.Context) error {
 		}
 	}
 }
+
+// acquire runs the acquire script once: on the calling goroutine, or, for
+// a prompt floor and a ctx that can end, on a parked goroutine, returning
+// when it answers or ctx ends, whichever comes first. A grant the caller
+// did not wait for is released again.
+func (m *redissonFloorMutex) acquire(ctx context.Context) (bool, error) {
+	if m.p.prompt == nil || ctx.Done() == nil {
+		return redissonAcquire(ctx, m.p.rdb, m.keys[0], m.owner)
+	}
+	type reply struct {
+		ok  bool
+		err error
+	}
+	done := make(chan reply, 1)
+	var left atomic.Bool // the caller left before the reply
+	m.p.prompt.run(func() {
+		ok, err := redissonAcquire(context.WithoutCancel(ctx), m.p.rdb, m.keys[0], m.owner)
+		if ok && !left.CompareAndSwap(false, true) {
+			_ = m.unlock(context.WithoutCancel(ctx)) // the caller left: give it back
+			return
+		}
+		done <- reply{ok, err}
+	})
+	select {
+	case r := <-done:
+		return r.ok, r.err
+	case <-ctx.Done():
+		if left.CompareAndSwap(false, true) {
+			return false, ctx.Err()
+		}
+		r := <-done // granted before ctx ended: the caller holds it
+		return r.ok, r.err
+	}
+}
+
+// promptFloor is the exactly-once floor with a prompt lock (scenarios 1
+// and 2, where rlock's cancellable-ctx cost is measured).
+var promptFloor = contender{name: redissonFloorName, single: true, open: openRedissonFloorPrompt,
+	config: "the same, each acquire on a parked goroutine so that lock returns when ctx ends; a floor, not a library"}
+
+// workers are parked goroutines that run functions handed to them, started
+// as needed, as rlock's client keeps.
+type workers struct {
+	work   chan func()
+	closed chan struct{}
+}
+
+func newWorkers() *workers { return &workers{work: make(chan func()), closed: make(chan struct{})} }
+
+// run hands f to an idle worker, or starts one.
+func (w *workers) run(f func()) {
+	select {
+	case w.work <- f:
+	default:
+		go w.loop(f)
+	}
+}
+
+func (w *workers) loop(f func()) {
+	for {
+		f()
+		select {
+		case f = <-w.work:
+		case <-w.closed:
+			return
+		}
+	}
+}
+
+func (w *workers) close() { close(w.closed) }
 
 func (m *redissonFloorMutex) unlock(ctx context.Context) error {
 	var err error
