@@ -179,11 +179,20 @@ func WithoutReplicaSync() ClientOption {
 }
 
 // WithAutoPipeline sends the lock, unlock and queue scripts through the
-// go-redis auto-pipeliner of rdb (Client.AutoPipeline, ClusterClient's or
-// Ring's; EXPERIMENTAL in go-redis), so that the Lock and Unlock calls of
+// deferred go-redis auto-pipeliner of rdb (Client.AsyncAutoPipeline,
+// ClusterClient's or Ring's; EXPERIMENTAL in go-redis) while other script
+// calls of the client are in flight, so that the Lock and Unlock calls of
 // many goroutines share round trips instead of taking one connection each.
-// With 64 goroutines on distinct keys it doubles throughput (see the
-// README's benchmarks); a lone goroutine sees no change. Off by default.
+// With 64 goroutines on distinct keys it more than doubles throughput (see
+// the README's benchmarks); a lone goroutine sees no change. Off by
+// default.
+//
+// An auto-pipelined attempt of a Lock or TryLock whose ctx can end waits
+// for its reply on the caller's goroutine, and still returns the moment
+// ctx ends (the attempt is then concluded in the background, a grant given
+// back), except on a cluster and on a master with replicas to wait for,
+// where it runs on the client's background worker as without
+// auto-pipelining.
 //
 // The auto-pipeliner belongs to rdb: it starts on the first script call,
 // is shared with anything else in the process that uses rdb's, and stops

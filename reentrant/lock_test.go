@@ -434,12 +434,23 @@ func TestWaiterDeadline(t *testing.T) {
 	})
 }
 
+// With auto-pipelining, the caller waits for the attempt's reply from the
+// auto-pipeliner itself, and the attempt is concluded in the background
+// only once ctx ends.
 func TestGrantAfterDeadlineIsReleased(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		for _, v := range clientVariants {
+			t.Run(v.name, func(t *testing.T) { testGrantAfterDeadlineIsReleased(t, b, v.opts...) })
+		}
+	})
+}
+
+func testGrantAfterDeadlineIsReleased(t *testing.T, b *redistest.Backend, opts ...rlock.ClientOption) {
+	{
 		ctx := context.Background()
 		name := redistest.Name(t)
 		proxy, slow := b.NewProxiedClient(t)
-		l := newLock(t, clientOn(t, slow), name)
+		l := newLock(t, clientOn(t, slow, opts...), name)
 		require.NoError(t, l.TryLock(ctx)) // loads the scripts
 		require.NoError(t, l.Unlock(ctx))
 
@@ -468,7 +479,7 @@ func TestGrantAfterDeadlineIsReleased(t *testing.T) {
 		locked, err := l.IsLocked(ctx)
 		require.NoError(t, err)
 		require.False(t, locked, "a grant after the deadline is released")
-	})
+	}
 }
 
 // Regression: a grant that was in time when its attempt checked the

@@ -18,17 +18,23 @@ import (
 // after the server ran it. go-redis (MaxRetries 3 by default) then sends the
 // same command again on a new connection, so every script runs twice; the
 // hold count must still move by exactly one per call. Also with the scripts
-// sent through go-redis's auto-pipeliner.
+// sent through go-redis's auto-pipeliner; and with a ctx that can end,
+// with which an attempt runs on a background worker, or waits for the
+// auto-pipeliner's reply on the caller's goroutine.
 func TestLostReplyChangesStateOnce(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		for _, v := range clientVariants {
-			t.Run(v.name, func(t *testing.T) { testLostReplyChangesStateOnce(t, b, v.opts...) })
+			t.Run(v.name, func(t *testing.T) { testLostReplyChangesStateOnce(t, b, context.Background(), v.opts...) })
+			t.Run(v.name+"/cancellable-ctx", func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				testLostReplyChangesStateOnce(t, b, ctx, v.opts...)
+			})
 		}
 	})
 }
 
-func testLostReplyChangesStateOnce(t *testing.T, b *redistest.Backend, opts ...rlock.ClientOption) {
-	ctx := context.Background()
+func testLostReplyChangesStateOnce(t *testing.T, b *redistest.Backend, ctx context.Context, opts ...rlock.ClientOption) {
 	name := redistest.Name(t)
 	direct := b.NewClient(t)
 	proxy, viaProxy := b.NewProxiedClient(t)

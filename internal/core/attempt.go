@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/lua"
 	"github.com/rlock-go/rlock/internal/replsync"
@@ -93,6 +95,15 @@ func (l *Lock) attempt(ctx context.Context, o *ownerState, req request) (outcome
 		defer l.c.bg.Done()
 		return l.attemptLocked(ctx, o, req, nil)
 	}
+	if l.c.waitsOnPipeliner() { // the caller can wait for the reply or ctx itself
+		return l.attemptPipelined(ctx, o, req)
+	}
+	return l.attemptOnWorker(ctx, o, req)
+}
+
+// attemptOnWorker is attempt on a background worker, while the caller
+// waits for its result or for ctx.
+func (l *Lock) attemptOnWorker(ctx context.Context, o *ownerState, req request) (outcome, error) {
 	type result struct {
 		out outcome
 		err error
@@ -155,9 +166,26 @@ func (l *Lock) attemptLocked(ctx context.Context, o *ownerState, req request, st
 	if err := l.prepare(ctx, o, req.retrying); err != nil {
 		return outcome{}, err
 	}
-	lease := l.c.leaseOf(req.lease)
-	sent := time.Now()
-	rep, err := l.sendAcquire(ctx, o, lease, req)
+	at := sentAttempt{req: req, lease: l.c.leaseOf(req.lease), sent: time.Now(), state: state}
+	rep, err := l.sendAcquire(ctx, o, at.lease, req)
+	return l.conclude(ctx, o, at, rep, err)
+}
+
+// sentAttempt is what concluding an attempt needs to know of it besides
+// its reply.
+type sentAttempt struct {
+	req   request
+	lease time.Duration // the lease asked for (the watchdog's, in watchdog mode)
+	sent  time.Time
+	state *atomic.Int32 // nil: the caller waits on this goroutine (see attempt)
+}
+
+// conclude acts on an attempt's reply rep, or its failure err, and says
+// what the attempt found: a grant is adopted, and kept only while ctx is
+// alive and the caller waits (see keepOrRelease). o's semaphore must be
+// held.
+func (l *Lock) conclude(ctx context.Context, o *ownerState, at sentAttempt, rep acquireReply, err error) (outcome, error) {
+	req, lease, sent, state := at.req, at.lease, at.sent, at.state
 	switch {
 	case err != nil:
 		return outcome{}, l.acquireFailed(ctx, o, err, req.retrying && callerWaits(state))
@@ -209,6 +237,13 @@ func (l *Lock) prepare(ctx context.Context, o *ownerState, retrying bool) error 
 	return l.settleLocked(ctx, o)
 }
 
+// toSettle reports whether prepare would settle an earlier call of o's
+// owner before an attempt of a call that retries or not (see prepare),
+// which waits for Redis. o's semaphore must be held.
+func (o *ownerState) toSettle(retrying bool) bool {
+	return (o.unsure && !(o.resend && retrying)) || (o.count > 0 && o.ended())
+}
+
 // replyKind names an acquire script's answer.
 type replyKind uint8
 
@@ -253,6 +288,16 @@ func parseAcquireReply(res []int64) (acquireReply, bool) {
 func (l *Lock) sendAcquire(ctx context.Context, o *ownerState, lease time.Duration, req request) (acquireReply, error) {
 	call := l.kind.acquire(o.key.field, o.count, lease, req.queue, l.c.publishArg(ctx), l.c.registration(req))
 	cmd, sync, syncErr := l.c.runAcquire(detached(ctx), call.script, call.keys, call.args...)
+	rep, err := acquireReplyOf(cmd)
+	if err != nil {
+		return acquireReply{}, err
+	}
+	rep.sync, rep.syncErr = sync, syncErr
+	return rep, nil
+}
+
+// acquireReplyOf reads an acquire script call's reply, or its failure.
+func acquireReplyOf(cmd *redis.Cmd) (acquireReply, error) {
 	res, err := lua.AcquireReply(cmd)
 	if err != nil {
 		return acquireReply{}, err
@@ -261,7 +306,6 @@ func (l *Lock) sendAcquire(ctx context.Context, o *ownerState, lease time.Durati
 	if !ok {
 		return acquireReply{}, fmt.Errorf("%w: acquire script replied %v", base.ErrUnexpectedReply, res)
 	}
-	rep.sync, rep.syncErr = sync, syncErr
 	return rep, nil
 }
 

@@ -33,11 +33,12 @@ type Client struct {
 	tag       string // designation tag (waiters.Tag of id)
 	hub       *waiters.Hub
 	wd        *renewal.Scheduler
-	sync      *replsync.Syncer               // nil: no replica sync
-	pipeliner func() (redis.Scripter, error) // rdb's auto-pipeliner; nil: no auto-pipelining
-	inFlight  atomic.Int32                   // script calls in flight, counted with auto-pipelining only
-	replay    time.Duration                  // lifetime of release latches
-	maxPoll   time.Duration                  // longest wait between attempts on a lock without expiry
+	sync      *replsync.Syncer                     // nil: no replica sync
+	pipeliner func() (*redis.AutoPipeliner, error) // rdb's auto-pipeliner; nil: no auto-pipelining
+	inFlight  atomic.Int32                         // script calls in flight, counted with auto-pipelining only
+	cluster   bool                                 // rdb is a cluster client
+	replay    time.Duration                        // lifetime of release latches
+	maxPoll   time.Duration                        // longest wait between attempts on a lock without expiry
 	closing   chan struct{}
 	closed    atomic.Bool
 	handles   atomic.Uint64 // default owner IDs
@@ -100,6 +101,7 @@ func NewClient(rdb base.Redis, cfg Config) (*Client, error) {
 	c := &Client{
 		rdb:       rdb,
 		pipeliner: pipeliner,
+		cluster:   isCluster(rdb),
 		id:        cfg.ID,
 		tag:       waiters.Tag(cfg.ID),
 		hub:       hub,
@@ -151,6 +153,12 @@ func (c *Client) passOnFor(channel, tag string, drop, pass bool) {
 	c.goBackground(run)
 }
 
+// isCluster reports whether rdb is a go-redis cluster client.
+func isCluster(rdb base.Redis) bool {
+	_, ok := rdb.(*redis.ClusterClient)
+	return ok
+}
+
 // withDefaults returns cfg with every unset field set to its default for
 // a client on rdb.
 func (cfg Config) withDefaults(rdb base.Redis) Config {
@@ -172,14 +180,14 @@ func (cfg Config) withDefaults(rdb base.Redis) Config {
 // newPipeliner returns, with autoPipeline, the go-redis auto-pipeliner of
 // rdb, created on first use (go-redis starts its goroutines then) and kept
 // by rdb; nil without.
-func newPipeliner(rdb base.Redis, autoPipeline bool) (func() (redis.Scripter, error), error) {
+func newPipeliner(rdb base.Redis, autoPipeline bool) (func() (*redis.AutoPipeliner, error), error) {
 	if !autoPipeline {
 		return nil, nil
 	}
 	if _, ok := rdb.(replsync.AutoPipelined); !ok {
 		return nil, fmt.Errorf("%w: auto-pipelining needs a go-redis Client, ClusterClient or Ring, not %T", base.ErrInvalidArgument, rdb)
 	}
-	return sync.OnceValues(func() (redis.Scripter, error) { return replsync.AutoPipeliner(rdb) }), nil
+	return sync.OnceValues(func() (*redis.AutoPipeliner, error) { return replsync.AutoPipeliner(rdb) }), nil
 }
 
 // busy reports whether another script call than the caller's is in flight

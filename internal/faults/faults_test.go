@@ -134,6 +134,38 @@ func TestFaultBlackhole(t *testing.T) {
 	})
 }
 
+// TestFaultBlackholeAutoPipelined is TestFaultBlackhole with the workers
+// sharing auto-pipelining clients: an attempt waits for its reply from the
+// auto-pipeliner on the caller's goroutine, and a reply that never comes
+// must end it when the read times out, as it does a direct call.
+func TestFaultBlackholeAutoPipelined(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		cfg := baseConfig("blackhole 200 ms, auto-pipelined")
+		cfg.autoPipeline = true
+		cfg.viaProxy = true
+		cfg.untilInjected = true // through every strike
+		cfg.redisOpts = []func(*redis.Options){func(o *redis.Options) {
+			o.ReadTimeout = 100 * time.Millisecond
+			o.WriteTimeout = 100 * time.Millisecond
+		}}
+		cfg.inject = func(r *rig, stop <-chan struct{}) {
+			for range 2 * strikes() {
+				if sleepOrStop(100*time.Millisecond, stop) {
+					return
+				}
+				r.proxy.Blackhole(true)
+				stopped := sleepOrStop(200*time.Millisecond, stop)
+				r.proxy.Blackhole(false)
+				if stopped {
+					return
+				}
+			}
+		}
+		r := newRig(t, b, cfg)
+		r.run(func() { r.proxy.Blackhole(false) })
+	})
+}
+
 // TestFaultConnectionReset: every connection through the proxy, the pub/sub
 // connections included, is closed every 60 ms.
 func TestFaultConnectionReset(t *testing.T) {

@@ -35,6 +35,10 @@ type config struct {
 	// backend (b.Cluster set), where redisOpts and viaProxy do not apply.
 	clusterOpts []func(*redis.ClusterOptions)
 	viaProxy    bool // dial through a fault-injection proxy
+	// autoPipeline: the workers share clients, four to a client, that
+	// auto-pipeline (rlock.WithAutoPipeline), so their calls overlap and
+	// attempts wait for their replies from the auto-pipeliner.
+	autoPipeline bool
 	// inject runs while the workers run, until stop is closed.
 	inject func(r *rig, stop <-chan struct{})
 	// linearizable and exclusive select the checks that apply to the fault.
@@ -163,17 +167,11 @@ func newRig(t *testing.T, b *redistest.Backend, cfg config) *rig {
 	}
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("%s: seed %d, %d clients, %d rounds each, watchdog lease %v", cfg.fault, seed, cfg.clients, cfg.rounds, cfg.lease)
+	var c *rlock.Client
 	for i := range cfg.clients {
-		var rdb rlock.Redis
-		if b.Cluster != nil {
-			rdb = b.Cluster.NewClient(t, cfg.clusterOpts...)
-		} else {
-			opts := append([]func(*redis.Options){func(o *redis.Options) { o.Addr = addr }}, cfg.redisOpts...)
-			rdb = b.NewClient(t, opts...)
+		if !cfg.autoPipeline || i%4 == 0 {
+			c = r.newClient(addr)
 		}
-		c, err := rlock.NewClient(rdb, rlock.WithWatchdogLease(cfg.lease))
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = c.Close() })
 		w := &worker{id: i, r: r, c: c, rng: rand.New(rand.NewPCG(seed, uint64(i)))}
 		if cfg.rw {
 			r.newRWHandles(w, c, r.name)
@@ -187,6 +185,27 @@ func newRig(t *testing.T, b *redistest.Backend, cfg config) *rig {
 		r.forcer = newForcer(r, seed)
 	}
 	return r
+}
+
+// newClient returns a worker's rlock client on its own go-redis client,
+// dialling addr.
+func (r *rig) newClient(addr string) *rlock.Client {
+	t, cfg := r.t, r.cfg
+	var rdb rlock.Redis
+	if r.b.Cluster != nil {
+		rdb = r.b.Cluster.NewClient(t, cfg.clusterOpts...)
+	} else {
+		opts := append([]func(*redis.Options){func(o *redis.Options) { o.Addr = addr }}, cfg.redisOpts...)
+		rdb = r.b.NewClient(t, opts...)
+	}
+	opts := []rlock.ClientOption{rlock.WithWatchdogLease(cfg.lease)}
+	if cfg.autoPipeline {
+		opts = append(opts, rlock.WithAutoPipeline())
+	}
+	c, err := rlock.NewClient(rdb, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
 
 // newHandle returns a fenced handle of the run's lock kind on name.

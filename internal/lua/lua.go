@@ -196,8 +196,13 @@ func fair(src string) *redis.Script {
 	return script(splice(clockSrc, withPublish(splice(fairCommonSrc, src))))
 }
 
-// assembled is every script's source, for tests.
+// assembled is every script's source (written only while the package
+// initialises).
 var assembled = map[*redis.Script]string{}
+
+// Source returns the source of one of the package's scripts, for a caller
+// that sends EVAL itself.
+func Source(s *redis.Script) string { return assembled[s] }
 
 func script(src string) *redis.Script {
 	s := redis.NewScript(src)

@@ -440,6 +440,20 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// Unwaited reports, without I/O, that a script run through s now would be
+// sent without WAIT: s syncs a single client (not a cluster) whose master
+// had no replica when it was last asked, within the refresh period. False
+// when that is not known.
+func (s *Syncer) Unwaited() bool {
+	if s.single == nil {
+		return false
+	}
+	s.mu.Lock()
+	c, ok := s.counts[s.single]
+	s.mu.Unlock()
+	return ok && c.n == 0 && time.Since(c.at) < s.refresh
+}
+
 // Replicas returns the number of replicas connected to the master of key,
 // from the cache when fresh enough. A server that answers INFO replication
 // with an error reply (miniredis, managed services that hide it) counts as
@@ -506,19 +520,23 @@ func connectedReplicas(info string) (int, error) {
 // AutoPipelined is a go-redis client with an auto-pipeliner: Client,
 // ClusterClient and Ring.
 type AutoPipelined interface {
-	AutoPipeline() (*redis.AutoPipeliner, error)
+	AsyncAutoPipeline() (*redis.AutoPipeliner, error)
 }
 
-// AutoPipeliner returns rdb's go-redis auto-pipeliner (AutoPipeline on a
-// Client, ClusterClient or Ring: created on first use, then shared by every
-// user of rdb, and stopped when rdb is closed). It reports
-// ErrUnsupportedClient for anything else.
-func AutoPipeliner(rdb any) (redis.Scripter, error) {
+// AutoPipeliner returns rdb's deferred go-redis auto-pipeliner
+// (AsyncAutoPipeline on a Client, ClusterClient or Ring: created on first
+// use, then shared by every user of rdb, and stopped when rdb is closed).
+// A script run through it (redis.Script.Run) waits for its reply as on the
+// blocking face, since reading a command's result waits for it; and a
+// command handed to it with Submit can be waited for until a ctx ends,
+// which the blocking face cannot do. It reports ErrUnsupportedClient for
+// anything else.
+func AutoPipeliner(rdb any) (*redis.AutoPipeliner, error) {
 	c, ok := rdb.(AutoPipelined)
 	if !ok || rdb == nil {
 		return nil, fmt.Errorf("%w: %T has no auto-pipeliner", ErrUnsupportedClient, rdb)
 	}
-	ap, err := c.AutoPipeline()
+	ap, err := c.AsyncAutoPipeline()
 	if err != nil {
 		return nil, fmt.Errorf("rlock: starting the auto-pipeliner: %w", err)
 	}

@@ -1,0 +1,78 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlock-go/rlock/internal/base"
+	"github.com/rlock-go/rlock/internal/redistest"
+)
+
+// sentCommands counts the commands a go-redis client sends.
+type sentCommands struct{ n atomic.Int64 }
+
+func (h *sentCommands) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *sentCommands) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *sentCommands) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// An auto-pipelined attempt waits for its reply on the caller's goroutine,
+// which must not wait for Redis in anything else: an owner whose earlier
+// call must be settled first goes to a worker. toSettle says when, and must
+// agree with prepare on every owner state: prepare sends a command exactly
+// when toSettle reports true.
+func TestToSettleAgreesWithPrepare(t *testing.T) {
+	b := redistest.Mini(t)
+	rdb := b.NewClient(t)
+	sent := &sentCommands{}
+	rdb.AddHook(sent)
+	c, err := NewClient(rdb, Config{NoReplicaSync: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := context.Background()
+	for _, unsure := range []bool{false, true} {
+		for _, resend := range []bool{false, true} {
+			for _, retrying := range []bool{false, true} {
+				for _, count := range []int64{0, 1} {
+					for _, ended := range []bool{false, true} {
+						name := fmt.Sprintf("unsure=%v,resend=%v,retrying=%v,count=%d,ended=%v", unsure, resend, retrying, count, ended)
+						l, err := c.NewLock(redistest.Name(t)+":"+name, LockConfig{Kind: Reentrant, Lease: base.WatchdogMode})
+						require.NoError(t, err)
+						o := c.owner(l.name, l.ownField)
+						require.NoError(t, o.acquire(ctx))
+						o.unsure, o.resend = unsure, resend
+						o.setCount(count)
+						hp := newHolding(0)
+						o.holding.Store(hp)
+						if ended {
+							hp.end(errors.New("lost"))
+						}
+						want := o.toSettle(retrying)
+						before := sent.n.Load()
+						_ = l.prepare(ctx, o, retrying)
+						require.Equal(t, want, sent.n.Load() > before, name)
+						o.release()
+						c.putOwner(o)
+					}
+				}
+			}
+		}
+	}
+}
