@@ -179,8 +179,8 @@ func WithoutReplicaSync() ClientOption {
 }
 
 // WithAutoPipeline sends the lock, unlock and queue scripts through the
-// deferred go-redis auto-pipeliner of rdb (Client.AsyncAutoPipeline,
-// ClusterClient's or Ring's; EXPERIMENTAL in go-redis) while other script
+// deferred go-redis auto-pipeliner of rdb (Client.AsyncAutoPipeline or
+// ClusterClient's; EXPERIMENTAL in go-redis) while other script
 // calls of the client are in flight, so that the Lock and Unlock calls of
 // many goroutines share round trips instead of taking one connection each.
 // With 64 goroutines on distinct keys it more than doubles throughput (see
@@ -200,8 +200,8 @@ func WithoutReplicaSync() ClientOption {
 // lost inside a pipeline is retried like any other command, which rlock's
 // scripts tolerate. Acquisitions that wait for replicas (WithReplicaSync,
 // on a master with replicas) still go in their own pipeline with WAIT.
-// NewClient reports ErrInvalidArgument when rdb is not a go-redis Client,
-// ClusterClient or Ring.
+// NewClient reports ErrInvalidArgument when rdb is not a go-redis Client
+// or ClusterClient (a Ring has no auto-pipeliner).
 func WithAutoPipeline() ClientOption {
 	return func(c *clientConfig) error {
 		c.AutoPipeline = true

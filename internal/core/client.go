@@ -184,8 +184,12 @@ func newPipeliner(rdb base.Redis, autoPipeline bool) (func() (*redis.AutoPipelin
 	if !autoPipeline {
 		return nil, nil
 	}
+	if _, ring := rdb.(*redis.Ring); ring {
+		// A Ring has the methods, which report ErrRingAutoPipelineUnsupported.
+		return nil, fmt.Errorf("%w: auto-pipelining needs a go-redis Client or ClusterClient; a Ring has no auto-pipeliner", base.ErrInvalidArgument)
+	}
 	if _, ok := rdb.(replsync.AutoPipelined); !ok {
-		return nil, fmt.Errorf("%w: auto-pipelining needs a go-redis Client, ClusterClient or Ring, not %T", base.ErrInvalidArgument, rdb)
+		return nil, fmt.Errorf("%w: auto-pipelining needs a go-redis Client or ClusterClient, not %T", base.ErrInvalidArgument, rdb)
 	}
 	return sync.OnceValues(func() (*redis.AutoPipeliner, error) { return replsync.AutoPipeliner(rdb) }), nil
 }

@@ -517,14 +517,15 @@ func connectedReplicas(info string) (int, error) {
 	return n, nil
 }
 
-// AutoPipelined is a go-redis client with an auto-pipeliner: Client,
-// ClusterClient and Ring.
+// AutoPipelined is a go-redis client with the auto-pipeliner methods:
+// Client, ClusterClient and Ring (whose methods report
+// redis.ErrRingAutoPipelineUnsupported).
 type AutoPipelined interface {
 	AsyncAutoPipeline() (*redis.AutoPipeliner, error)
 }
 
 // AutoPipeliner returns rdb's deferred go-redis auto-pipeliner
-// (AsyncAutoPipeline on a Client, ClusterClient or Ring: created on first
+// (AsyncAutoPipeline on a Client or ClusterClient: created on first
 // use, then shared by every user of rdb, and stopped when rdb is closed).
 // A script run through it (redis.Script.Run) waits for its reply as on the
 // blocking face, since reading a command's result waits for it; and a
