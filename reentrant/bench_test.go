@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -255,6 +256,54 @@ func BenchmarkRedissonFloor(b *testing.B) {
 			if err := floor.RedissonRelease.Run(ctx, rdb, keys, 0, 30000, "owner").Err(); err != nil && err != redis.Nil {
 				b.Fatal(err)
 			}
+		}
+	})
+}
+
+// BenchmarkParallel: 64 goroutines, each on its own key, lock+unlock
+// through one client with WithAutoPipeline (the configuration the README
+// recommends for many goroutines), with a context that cannot end and
+// with one that can (a request's: each Lock gets a context.WithTimeout).
+// ns/op is per lock+unlock pair over all goroutines.
+func BenchmarkParallel(b *testing.B) {
+	benchBackends(b, func(b *testing.B, be *redistest.Backend) {
+		c, err := rlock.NewClient(be.NewClient(b), rlock.WithAutoPipeline())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		for _, cancellable := range []bool{false, true} {
+			name := "auto-pipeline"
+			if cancellable {
+				name += "-cancellable-ctx"
+			}
+			b.Run(name, func(b *testing.B) {
+				b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
+				base := redistest.Name(b)
+				var next atomic.Int64
+				b.RunParallel(func(pb *testing.PB) {
+					l, err := reentrant.New(c, fmt.Sprintf("%s:%d", base, next.Add(1)))
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					for pb.Next() {
+						ctx, cancel := context.Background(), context.CancelFunc(func() {})
+						if cancellable {
+							ctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+						}
+						err := l.Lock(ctx)
+						cancel()
+						if err == nil {
+							err = l.Unlock(context.Background())
+						}
+						if err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			})
 		}
 	})
 }
