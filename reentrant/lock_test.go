@@ -446,40 +446,38 @@ func TestGrantAfterDeadlineIsReleased(t *testing.T) {
 }
 
 func testGrantAfterDeadlineIsReleased(t *testing.T, b *redistest.Backend, opts ...rlock.ClientOption) {
-	{
-		ctx := context.Background()
-		name := redistest.Name(t)
-		proxy, slow := b.NewProxiedClient(t)
-		l := newLock(t, clientOn(t, slow, opts...), name)
-		require.NoError(t, l.TryLock(ctx)) // loads the scripts
-		require.NoError(t, l.Unlock(ctx))
+	ctx := context.Background()
+	name := redistest.Name(t)
+	proxy, slow := b.NewProxiedClient(t)
+	l := newLock(t, clientOn(t, slow, opts...), name)
+	require.NoError(t, l.TryLock(ctx)) // loads the scripts
+	require.NoError(t, l.Unlock(ctx))
 
-		direct := b.NewClient(t)
-		sub := direct.Subscribe(ctx, base.Channel(name))
-		defer sub.Close()
-		_, err := sub.Receive(ctx)
-		require.NoError(t, err)
+	direct := b.NewClient(t)
+	sub := direct.Subscribe(ctx, base.Channel(name))
+	defer sub.Close()
+	_, err := sub.Receive(ctx)
+	require.NoError(t, err)
 
-		// Each way takes 200 ms: the script runs at ~200 ms, after the 50 ms
-		// deadline, and its reply cannot arrive before ~400 ms.
-		proxy.SetLatency(200 * time.Millisecond)
-		dctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-		defer cancel()
-		start := time.Now()
-		err = l.TryLock(dctx)
-		require.ErrorIs(t, err, context.DeadlineExceeded)
-		require.Less(t, time.Since(start), 350*time.Millisecond, "returns at the deadline, not when the reply comes")
-		// The late grant is released in the background: its unlock message.
-		rctx, cancel2 := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel2()
-		msg, err := sub.ReceiveMessage(rctx)
-		require.NoError(t, err)
-		require.Equal(t, base.UnlockMessage, msg.Payload)
-		proxy.SetLatency(0)
-		locked, err := l.IsLocked(ctx)
-		require.NoError(t, err)
-		require.False(t, locked, "a grant after the deadline is released")
-	}
+	// Each way takes 200 ms: the script runs at ~200 ms, after the 50 ms
+	// deadline, and its reply cannot arrive before ~400 ms.
+	proxy.SetLatency(200 * time.Millisecond)
+	dctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = l.TryLock(dctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Less(t, time.Since(start), 350*time.Millisecond, "returns at the deadline, not when the reply comes")
+	// The late grant is released in the background: its unlock message.
+	rctx, cancel2 := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel2()
+	msg, err := sub.ReceiveMessage(rctx)
+	require.NoError(t, err)
+	require.Equal(t, base.UnlockMessage, msg.Payload)
+	proxy.SetLatency(0)
+	locked, err := l.IsLocked(ctx)
+	require.NoError(t, err)
+	require.False(t, locked, "a grant after the deadline is released")
 }
 
 // Regression: a grant that was in time when its attempt checked the

@@ -62,43 +62,50 @@ func (c *checker) leaveWrite() {
 // TestHammerReadersAndWriters: 100 reader goroutines and 5 writers on 4
 // clients, each taking the lock a few times, with the invariant (no reader
 // during a write, at most one writer) checked inside every critical
-// section; readers overlap; everyone gets in; nothing is left behind.
+// section; readers overlap; everyone gets in; nothing is left behind. Also
+// with the clients auto-pipelining, where the attempts of a client's
+// overlapping calls wait for the auto-pipeliner's replies.
 func TestHammerReadersAndWriters(t *testing.T) {
 	redistest.EachWithCluster(t, func(t *testing.T, b *redistest.Backend) {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		name := redistest.Name(t)
-		clients := make([]*rlock.Client, 4)
-		for i := range clients {
-			clients[i] = newClient(t, b)
-		}
-		const readers, writers, rounds = 100, 5, 3
-		var chk checker
-		errs := make(chan error, readers+writers)
-		var wg sync.WaitGroup
-		for g := range readers + writers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs <- hammer(ctx, clients[g%4], name, g < readers, rounds, &chk)
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			require.NoError(t, err)
-		}
-		require.Empty(t, chk.violations)
-		require.Equal(t, readers*rounds, chk.reads)
-		require.Equal(t, writers*rounds, chk.writes)
-		require.Greater(t, chk.maxReaders, 1, "readers shared the lock")
-		l := newRW(t, clients[0], name)
-		s := state(t, l)
-		require.Equal(t, rwlock.State{}, s, "nothing held, nobody waiting")
-		for _, c := range clients {
-			require.Zero(t, c.Waiters().Waiters)
-		}
+		t.Run("plain", func(t *testing.T) { testHammerReadersAndWriters(t, b) })
+		t.Run("auto-pipeline", func(t *testing.T) { testHammerReadersAndWriters(t, b, rlock.WithAutoPipeline()) })
 	})
+}
+
+func testHammerReadersAndWriters(t *testing.T, b *redistest.Backend, opts ...rlock.ClientOption) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	name := redistest.Name(t)
+	clients := make([]*rlock.Client, 4)
+	for i := range clients {
+		clients[i] = newClient(t, b, opts...)
+	}
+	const readers, writers, rounds = 100, 5, 3
+	var chk checker
+	errs := make(chan error, readers+writers)
+	var wg sync.WaitGroup
+	for g := range readers + writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- hammer(ctx, clients[g%4], name, g < readers, rounds, &chk)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Empty(t, chk.violations)
+	require.Equal(t, readers*rounds, chk.reads)
+	require.Equal(t, writers*rounds, chk.writes)
+	require.Greater(t, chk.maxReaders, 1, "readers shared the lock")
+	l := newRW(t, clients[0], name)
+	s := state(t, l)
+	require.Equal(t, rwlock.State{}, s, "nothing held, nobody waiting")
+	for _, c := range clients {
+		require.Zero(t, c.Waiters().Waiters)
+	}
 }
 
 func hammer(ctx context.Context, c *rlock.Client, name string, reader bool, rounds int, chk *checker) error {
