@@ -594,12 +594,19 @@ func (w watchdogRun) run(ctx context.Context, r *result, more func()) {
 	r.fail(err)
 	r.Figures = map[string]float64{}
 	more()
-	held := 0
+	held, heldErrs := 0, 0
 	for _, l := range locks {
-		if ok, err := l.IsHeld(ctx); err == nil && ok {
+		ok, err := l.IsHeld(ctx)
+		switch {
+		case err != nil:
+			heldErrs++
+		case ok:
 			held++
 		}
 	}
+	// Losses reported up to now: a lock found not held above was reported
+	// lost by the watchdog when its renewal found it gone.
+	s2 := w.c.WatchdogStats()
 	if err := forEach(w.n, 64, func(i int) error { return locks[i].Unlock(ctx) }); err != nil {
 		r.fail(err)
 	}
@@ -609,6 +616,7 @@ func (w watchdogRun) run(ctx context.Context, r *result, more func()) {
 	maps.Copy(r.Figures, map[string]float64{
 		"locks":                        float64(w.n),
 		"held_after_ticks":             float64(held),
+		"held_check_errors":            float64(heldErrs),
 		"acquire_all_seconds":          acquire.Seconds(),
 		"renewal_interval_seconds":     interval.Seconds(),
 		"ticks_observed":               ticks,
@@ -623,6 +631,7 @@ func (w watchdogRun) run(ctx context.Context, r *result, more func()) {
 		"tick_seconds_mean":            (s1.TickTime - s0.TickTime).Seconds() / max(ended, 1),
 		"tick_seconds_max_ever":        s1.MaxTickTime.Seconds(),
 		"lost":                         float64(s1.Lost - s0.Lost),
+		"lost_by_held_check":           float64(s2.Lost - s0.Lost),
 		"server_commands_per_tick":     float64(cmd) / ticks,
 	})
 	if cmd < 0 {
