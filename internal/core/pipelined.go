@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -48,9 +49,9 @@ func (l *Lock) attemptPipelined(ctx context.Context, o *ownerState, req request)
 	at := sentAttempt{req: req, lease: l.c.leaseOf(req.lease), sent: time.Now()}
 	call := l.kind.acquire(o.key.field, o.count, at.lease, req.queue, l.c.publishArg(ctx), l.c.registration(req))
 	p, err := l.c.submit(detached(ctx), call)
-	if err != nil {
+	if err != nil { // nothing was sent
 		o.release()
-		return outcome{}, err
+		return outcome{}, fmt.Errorf("rlock: acquiring %q: %w", l.name, err)
 	}
 	if !p.wait(ctx) {
 		l.concludeLate(ctx, o, at, p)
