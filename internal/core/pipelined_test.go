@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -75,4 +76,28 @@ func TestToSettleAgreesWithPrepare(t *testing.T) {
 			}
 		}
 	}
+}
+
+// An auto-pipelined attempt sends EVALSHA itself, without go-redis's
+// Script.Run: after SCRIPT FLUSH (a restarted or promoted server) its
+// NOSCRIPT reply must make it send the script with EVAL, as Script.Run
+// does, rather than fail the Lock.
+func TestPipelinedAttemptAfterScriptFlush(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		bg := context.Background()
+		rdb := b.NewClient(t)
+		c, err := NewClient(rdb, Config{AutoPipeline: true, NoReplicaSync: true})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		l, err := c.NewLock(redistest.Name(t), LockConfig{Kind: Reentrant, Lease: base.WatchdogMode})
+		require.NoError(t, err)
+		c.inFlight.Add(1) // another call in flight
+		require.True(t, c.waitsOnPipeliner())
+		require.NoError(t, rdb.ScriptFlush(bg).Err())
+		ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+		defer cancel()
+		require.NoError(t, l.Lock(ctx))
+		c.inFlight.Add(-1)
+		require.NoError(t, l.Unlock(bg))
+	})
 }
