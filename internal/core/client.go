@@ -36,7 +36,6 @@ type Client struct {
 	sync      *replsync.Syncer                     // nil: no replica sync
 	pipeliner func() (*redis.AutoPipeliner, error) // rdb's auto-pipeliner; nil: no auto-pipelining
 	inFlight  atomic.Int32                         // script calls in flight, counted with auto-pipelining only
-	cluster   bool                                 // rdb is a cluster client
 	replay    time.Duration                        // lifetime of release latches
 	maxPoll   time.Duration                        // longest wait between attempts on a lock without expiry
 	closing   chan struct{}
@@ -101,7 +100,6 @@ func NewClient(rdb base.Redis, cfg Config) (*Client, error) {
 	c := &Client{
 		rdb:       rdb,
 		pipeliner: pipeliner,
-		cluster:   isCluster(rdb),
 		id:        cfg.ID,
 		tag:       waiters.Tag(cfg.ID),
 		hub:       hub,

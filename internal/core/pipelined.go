@@ -9,7 +9,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/lua"
 )
 
@@ -23,7 +22,7 @@ import (
 // script would go without WAIT (no replica sync, or a master that had no
 // replica when last asked).
 func (c *Client) waitsOnPipeliner() bool {
-	return c.pipeliner != nil && c.inFlight.Load() > 0 && !c.cluster && (c.sync == nil || c.sync.Unwaited())
+	return c.pipeliner != nil && c.inFlight.Load() > 0 && !isCluster(c.rdb) && (c.sync == nil || c.sync.Unwaited())
 }
 
 // attemptPipelined is attempt for a client whose auto-pipeliner carries
@@ -58,7 +57,7 @@ func (l *Lock) attemptPipelined(ctx context.Context, o *ownerState, req request)
 		return outcome{}, l.ctxErr(ctx)
 	}
 	defer o.release()
-	rep, err := acquireReplyOf(p.cmd())
+	rep, err := acquireReplyOf(p.cmd)
 	return l.conclude(ctx, o, at, rep, err)
 }
 
@@ -75,7 +74,7 @@ func (l *Lock) concludeLate(ctx context.Context, o *ownerState, at sentAttempt, 
 		defer l.c.putOwner(o)
 		defer o.release()
 		p.wait(context.Background())
-		rep, err := acquireReplyOf(p.cmd())
+		rep, err := acquireReplyOf(p.cmd)
 		_, _ = l.conclude(ctx, o, at, rep, err)
 	}
 	if !l.c.goBackground(finish) {
@@ -90,6 +89,7 @@ type pendingScript struct {
 	ap     *redis.AutoPipeliner
 	ctx    context.Context // the call's, never ending
 	call   scriptCall
+	cmd    *redis.Cmd // the command last sent; its reply is in once wait reported true
 	future redis.AutoFuture
 	eval   bool // sent again with EVAL after a NOSCRIPT reply
 	done   bool // the reply is in
@@ -117,9 +117,9 @@ func (p *pendingScript) send(name, script string) {
 		args = append(args, k)
 	}
 	args = append(args, p.call.args...)
-	cmd := redis.NewCmd(p.ctx, args...)
-	cmd.SetFirstKeyPos(3)
-	p.future = p.ap.Submit(p.ctx, cmd)
+	p.cmd = redis.NewCmd(p.ctx, args...)
+	p.cmd.SetFirstKeyPos(3)
+	p.future = p.ap.Submit(p.ctx, p.cmd)
 }
 
 // wait waits for the reply until ctx ends, and reports whether it came. A
@@ -140,14 +140,4 @@ func (p *pendingScript) wait(ctx context.Context) bool {
 		p.c.inFlight.Add(-1)
 	}
 	return true
-}
-
-// cmd returns the call's command, its reply in once wait reported true.
-func (p *pendingScript) cmd() *redis.Cmd {
-	if cmd, ok := p.future.Cmd().(*redis.Cmd); ok {
-		return cmd
-	}
-	cmd := redis.NewCmd(p.ctx)
-	cmd.SetErr(base.ErrUnexpectedReply)
-	return cmd
 }

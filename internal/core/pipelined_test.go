@@ -4,35 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/redistest"
 )
-
-// sentCommands counts the commands a go-redis client sends.
-type sentCommands struct{ n atomic.Int64 }
-
-func (h *sentCommands) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *sentCommands) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (h *sentCommands) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
-}
 
 // An auto-pipelined attempt waits for its reply on the caller's goroutine,
 // which must not wait for Redis in anything else: an owner whose earlier
@@ -42,7 +21,7 @@ func (h *sentCommands) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 func TestToSettleAgreesWithPrepare(t *testing.T) {
 	b := redistest.Mini(t)
 	rdb := b.NewClient(t)
-	sent := &sentCommands{}
+	sent := &redistest.Commands{}
 	rdb.AddHook(sent)
 	c, err := NewClient(rdb, Config{NoReplicaSync: true})
 	require.NoError(t, err)
@@ -66,9 +45,9 @@ func TestToSettleAgreesWithPrepare(t *testing.T) {
 							hp.end(errors.New("lost"))
 						}
 						want := o.toSettle(retrying)
-						before := sent.n.Load()
+						before := sent.N()
 						_ = l.prepare(ctx, o, retrying)
-						require.Equal(t, want, sent.n.Load() > before, name)
+						require.Equal(t, want, sent.N() > before, name)
 						o.release()
 						c.putOwner(o)
 					}

@@ -113,24 +113,7 @@ func TestFaultLatency(t *testing.T) {
 // retried. The blackhole is shorter than the lease: no hold expires.
 func TestFaultBlackhole(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-		cfg := baseConfig("blackhole 200 ms")
-		cfg.viaProxy = true
-		cfg.redisOpts = []func(*redis.Options){func(o *redis.Options) {
-			o.ReadTimeout = 100 * time.Millisecond
-			o.WriteTimeout = 100 * time.Millisecond
-		}}
-		cfg.inject = func(r *rig, stop <-chan struct{}) {
-			for !sleepOrStop(300*time.Millisecond, stop) {
-				r.proxy.Blackhole(true)
-				stopped := sleepOrStop(200*time.Millisecond, stop)
-				r.proxy.Blackhole(false)
-				if stopped {
-					return
-				}
-			}
-		}
-		r := newRig(t, b, cfg)
-		r.run(func() { r.proxy.Blackhole(false) })
+		runBlackholes(t, b, withBlackholes(baseConfig("blackhole 200 ms"), 300*time.Millisecond, 0))
 	})
 }
 
@@ -140,30 +123,43 @@ func TestFaultBlackhole(t *testing.T) {
 // must end it when the read times out, as it does a direct call.
 func TestFaultBlackholeAutoPipelined(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
-		cfg := baseConfig("blackhole 200 ms, auto-pipelined")
+		cfg := withBlackholes(baseConfig("blackhole 200 ms, auto-pipelined"), 100*time.Millisecond, 2*strikes())
 		cfg.autoPipeline = true
-		cfg.viaProxy = true
 		cfg.untilInjected = true // through every strike
-		cfg.redisOpts = []func(*redis.Options){func(o *redis.Options) {
-			o.ReadTimeout = 100 * time.Millisecond
-			o.WriteTimeout = 100 * time.Millisecond
-		}}
-		cfg.inject = func(r *rig, stop <-chan struct{}) {
-			for range 2 * strikes() {
-				if sleepOrStop(100*time.Millisecond, stop) {
-					return
-				}
-				r.proxy.Blackhole(true)
-				stopped := sleepOrStop(200*time.Millisecond, stop)
-				r.proxy.Blackhole(false)
-				if stopped {
-					return
-				}
+		runBlackholes(t, b, cfg)
+	})
+}
+
+// withBlackholes returns cfg run through the proxy with 100 ms client
+// timeouts, the proxy swallowing everything for 200 ms after every gap:
+// times times, or until the run ends when times is 0.
+func withBlackholes(cfg config, gap time.Duration, times int) config {
+	cfg.viaProxy = true
+	cfg.redisOpts = []func(*redis.Options){func(o *redis.Options) {
+		o.ReadTimeout = 100 * time.Millisecond
+		o.WriteTimeout = 100 * time.Millisecond
+	}}
+	cfg.inject = func(r *rig, stop <-chan struct{}) {
+		for i := 0; times == 0 || i < times; i++ {
+			if sleepOrStop(gap, stop) {
+				return
+			}
+			r.proxy.Blackhole(true)
+			stopped := sleepOrStop(200*time.Millisecond, stop)
+			r.proxy.Blackhole(false)
+			if stopped {
+				return
 			}
 		}
-		r := newRig(t, b, cfg)
-		r.run(func() { r.proxy.Blackhole(false) })
-	})
+	}
+	return cfg
+}
+
+// runBlackholes runs a configuration of withBlackholes, ending any
+// blackhole before the final checks.
+func runBlackholes(t *testing.T, b *redistest.Backend, cfg config) {
+	r := newRig(t, b, cfg)
+	r.run(func() { r.proxy.Blackhole(false) })
 }
 
 // TestFaultConnectionReset: every connection through the proxy, the pub/sub

@@ -101,17 +101,49 @@ func (h *ScriptCalls) DialHook(next redis.DialHook) redis.DialHook { return next
 
 // ProcessHook implements redis.Hook.
 func (h *ScriptCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.count(cmd)
-		return next(ctx, cmd)
-	}
+	return countEach(next, h.count)
 }
 
 // ProcessPipelineHook implements redis.Hook.
 func (h *ScriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return countPipelined(next, h.count)
+}
+
+// Commands is a go-redis hook that counts every command a client sends,
+// pipelined ones included.
+type Commands struct{ n atomic.Int64 }
+
+// N returns the number of commands sent so far.
+func (h *Commands) N() int64 { return h.n.Load() }
+
+func (h *Commands) count(redis.Cmder) { h.n.Add(1) }
+
+// DialHook implements redis.Hook.
+func (h *Commands) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessHook implements redis.Hook.
+func (h *Commands) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return countEach(next, h.count)
+}
+
+// ProcessPipelineHook implements redis.Hook.
+func (h *Commands) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return countPipelined(next, h.count)
+}
+
+// countEach is a process hook that hands each command to count.
+func countEach(next redis.ProcessHook, count func(redis.Cmder)) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		count(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+// countPipelined is a pipeline hook that hands each command to count.
+func countPipelined(next redis.ProcessPipelineHook, count func(redis.Cmder)) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		for _, cmd := range cmds {
-			h.count(cmd)
+			count(cmd)
 		}
 		return next(ctx, cmds)
 	}
