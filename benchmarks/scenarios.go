@@ -604,8 +604,9 @@ func (w watchdogRun) run(ctx context.Context, r *result, more func()) {
 			held++
 		}
 	}
-	// Losses reported up to now: a lock found not held above was reported
-	// lost by the watchdog when its renewal found it gone.
+	// Losses reported by the end of the held check. A lock found not held
+	// there is reported lost when a renewal finds it gone, which may come
+	// later still.
 	s2 := w.c.WatchdogStats()
 	if err := forEach(w.n, 64, func(i int) error { return locks[i].Unlock(ctx) }); err != nil {
 		r.fail(err)
