@@ -141,6 +141,15 @@ func TestServerKillRestart(t *testing.T) {
 	s.Kill()
 	require.Zero(t, s.PID())
 	require.Error(t, c.Ping(t.Context()).Err())
+	// Regression: a redis-server another test started could take the
+	// killed server's port and answer for it (TestKilledNodes of redlock
+	// once got a quorum with three of five nodes killed). The port stays
+	// taken until Restart.
+	ln, err := net.Listen("tcp", addr)
+	if err == nil {
+		_ = ln.Close()
+	}
+	require.Error(t, err, "the killed server's port was free for another server")
 	s.Kill() // a second Kill is a no-op
 
 	s.Restart(t)

@@ -56,7 +56,8 @@ type Server struct {
 	ready   string // the log line that says the server is ready, if not the default
 
 	mu   sync.Mutex
-	proc *serverProc // the running process; nil after Kill or before start
+	proc *serverProc  // the running process; nil after Kill or before start
+	hold net.Listener // after Kill: keeps the port (see holdPort)
 }
 
 // serverProc is one redis-server process of a Server.
@@ -127,6 +128,9 @@ func (s *Server) PID() int {
 
 // Kill sends SIGKILL to the server and waits for the process to be gone. The
 // data it held is lost. It does nothing when the server is not running.
+// Until Restart, the port stays taken by a listener that closes every
+// connection it accepts, so that a server another test starts cannot take
+// the port and answer for the killed one.
 func (s *Server) Kill() {
 	p := s.take()
 	if p == nil {
@@ -134,6 +138,39 @@ func (s *Server) Kill() {
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.done
+	s.holdPort()
+}
+
+// holdPort keeps the killed server's port with a listener that closes every
+// connection at once, as far as the port can be had (best effort).
+func (s *Server) holdPort() {
+	ln, err := net.Listen("tcp", s.Addr())
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	s.hold = ln
+	s.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+}
+
+// releasePort gives up a port kept by holdPort.
+func (s *Server) releasePort() {
+	s.mu.Lock()
+	ln := s.hold
+	s.hold = nil
+	s.mu.Unlock()
+	if ln != nil {
+		_ = ln.Close()
+	}
 }
 
 // Restart starts a new redis-server process on the same port, with the same
@@ -143,6 +180,7 @@ func (s *Server) Kill() {
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
 	s.Kill()
+	s.releasePort()
 	var err error
 	backoff := 10 * time.Millisecond
 	for range restartAttempts {
@@ -205,6 +243,7 @@ func (s *Server) take() *serverProc {
 
 // stop is the cleanup: it ends the current process gracefully if possible.
 func (s *Server) stop() {
+	defer s.releasePort()
 	p := s.take()
 	if p == nil {
 		return
