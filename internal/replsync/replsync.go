@@ -241,9 +241,9 @@ func (s *Syncer) Master(ctx context.Context, key string) (*redis.Client, error) 
 // does not end early on a cancelled ctx unless the client's
 // ContextTimeoutEnabled is set (a pause before following TRYAGAIN does
 // end with ctx); it waits for WAIT's reply at most the timeout. On a
-// cluster, a connection error also makes the ClusterClient reload its slot
-// map (in the background), so a call after a failover reaches the promoted
-// master.
+// cluster, a connection error (asking for the replica count, or sending
+// the script) also makes the ClusterClient reload its slot map in the
+// background, so a call after a failover reaches the promoted master.
 func (s *Syncer) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) (*redis.Cmd, Result, error) {
 	if len(keys) == 0 {
 		return nil, Result{}, fmt.Errorf("%w: replica sync needs at least one key", base.ErrInvalidArgument)
@@ -297,12 +297,7 @@ func (s *Syncer) runOn(ctx context.Context, m *redis.Client, asking bool, script
 			cmd, wait, err = s.pipeline(ctx, m, n, asking, script, false, keys, args)
 		}
 	}
-	if err != nil && s.cluster != nil && !isRedisError(err) {
-		// A connection error: the slot's master may have failed over, and
-		// go-redis would keep routing to the dead one for up to its state
-		// reload interval. Reload in the background for the next call.
-		s.cluster.ReloadState(ctx)
-	}
+	s.reloadAfter(ctx, err)
 	res := Result{Replicas: n, Waited: wait != nil}
 	if err != nil && cmd.Err() == nil {
 		// The script ran but WAIT failed (connection lost after the
@@ -330,6 +325,17 @@ func (s *Syncer) runOn(ctx context.Context, m *redis.Client, asking bool, script
 		}
 	}
 	return cmd, res, nil
+}
+
+// reloadAfter reloads the cluster client's slot map in the background
+// when err, from a command sent to a master, is a connection error: the
+// slot's master may have failed over, and go-redis would keep routing to
+// the dead one for up to its state reload interval. The next call then
+// finds the promoted master.
+func (s *Syncer) reloadAfter(ctx context.Context, err error) {
+	if err != nil && s.cluster != nil && !isRedisError(err) {
+		s.cluster.ReloadState(ctx)
+	}
 }
 
 // pipeline sends the script (EVALSHA, or EVAL with its source) and, when
@@ -457,7 +463,9 @@ func (s *Syncer) Unwaited() bool {
 // Replicas returns the number of replicas connected to the master of key,
 // from the cache when fresh enough. A server that answers INFO replication
 // with an error reply (miniredis, managed services that hide it) counts as
-// having none: nothing is waited on there.
+// having none: nothing is waited on there. On a cluster, a connection
+// error makes the ClusterClient reload its slot map in the background, as
+// in Run: the master asked may have failed over.
 func (s *Syncer) Replicas(ctx context.Context, key string) (int, error) {
 	m, err := s.Master(ctx, key)
 	if err != nil {
@@ -490,6 +498,7 @@ func (s *Syncer) replicas(ctx context.Context, m *redis.Client, fresh bool) (int
 		// for.
 		n = 0
 	default:
+		s.reloadAfter(ctx, err)
 		return 0, fmt.Errorf("rlock: asking %s for its replicas: %w", m.Options().Addr, err)
 	}
 	s.mu.Lock()

@@ -3,7 +3,6 @@ package replsync_test
 import (
 	"context"
 	"errors"
-	"github.com/rlock-go/rlock/internal/base"
 	"testing"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/lua"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/internal/replsync"
@@ -275,6 +275,35 @@ func TestSyncedLockSurvivesClusterFailover(t *testing.T) {
 	require.Equal(t, promoted.Addr(), pm.Options().Addr)
 	release(t, cc, name, "c:1")
 	require.Equal(t, "", hget(t, cc, name, "c:1"))
+}
+
+// Regression (CI): after a failover, Run asked the dead master for its
+// replica count (the cached count had expired), failed with a connection
+// error, and returned before reloading the cluster client's slot map, so
+// every later Run went to the dead master again until go-redis reloaded
+// the map on its own schedule. A failed replica count now reloads it as a
+// failed script does. go-redis's own reload is pushed out of reach here,
+// and the count is never cached.
+func TestRunStuckAskingDeadMasterForReplicas(t *testing.T) {
+	c := redistest.StartCluster(t)
+	cc := c.NewClient(t, func(o *redis.ClusterOptions) { o.ClusterStateReloadInterval = time.Hour })
+	s := newSyncer(t, cc, replsync.WithRefresh(time.Nanosecond))
+	name := redistest.Name(t)
+	slot := base.Slot(name)
+	master := c.MasterFor(t, slot)
+	n, _ := acquire(t, s, name, "c:1", 0)
+	require.Equal(t, int64(1), n)
+	master.Kill()
+	promoted := c.WaitFailover(t, master, slot)
+
+	require.Eventually(t, func() bool {
+		_, _, err := s.Run(context.Background(), lua.Lock, []string{name}, lease.Milliseconds(), "c:2", 0)
+		return err == nil
+	}, redistest.FailoverTimeout/2, 10*time.Millisecond, "Run reaches the promoted master")
+	pm, err := s.Master(context.Background(), name)
+	require.NoError(t, err)
+	require.Equal(t, promoted.Addr(), pm.Options().Addr)
+	require.Equal(t, "1", hget(t, cc, name, "c:1"), "same owner after the failover")
 }
 
 // With Sentinel, through go-redis's failover client (a *redis.Client).
