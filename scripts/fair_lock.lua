@@ -39,7 +39,8 @@
 -- says whether the lock is free and for how long it is held, the clock is
 -- read only when a deadline is to be set or judged, and a grant reads the
 -- head and the next in line with one LRANGE. A busy queue's grant, join
--- and release thus cost about 12, 13 and 9 server commands.
+-- and release thus cost 12, 13 and 8 server commands, each counting its
+-- EVALSHA (see docs/benchmarks.md, "Fair lock: commands per grant").
 --
 -- The fast path, before the preludes are defined (see lua.preludesHere): a
 -- free lock with nobody in line, taken by a new owner. It does what take
