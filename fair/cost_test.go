@@ -32,85 +32,104 @@ const maxCommandsPerGrant = 36
 // queue of up to 7; the server runs at most maxCommandsPerGrant commands
 // per grant. Before: about 60 (every script renewed, pruned and read the
 // clock, the next head was woken by each grant and polled, and each join
-// read the queue with one command per question). The Redisson double
-// (Redisson's fair-lock script steps, see redistest.Redisson) then runs
-// the same workload on another lock of the same server, and its figure is
-// logged beside rlock's as a reference for docs/benchmarks.md (53-55 per
-// grant); it is not asserted, since the bound above is already lower.
+// read the queue with one command per question).
 func TestContendedGrantServerCommands(t *testing.T) {
 	b := redistest.Real(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	name := redistest.Name(t)
-	const clients, owners, rounds = 4, 8, 30
-	cs := make([]*rlock.Client, clients)
-	for i := range cs {
-		cs[i] = newClient(t, b)
-	}
-	ls := make([]*fair.Lock, owners)
-	for i := range ls {
-		ls[i] = newLock(t, cs[i%clients], name)
-	}
-	perGrant := contendedCommands(t, b, owners*rounds, func() {
-		hammer(t, ctx, owners, rounds, func(i int) error { return ls[i].Lock(ctx) }, func(i int) error { return ls[i].Unlock(ctx) })
-	})
+	perGrant := contendedCommands(t, ctx, b, contendedRlock, 30)
 	require.LessOrEqual(t, perGrant, float64(maxCommandsPerGrant), "server commands per grant")
-
-	rs := make([]*redistest.Redisson, clients)
-	for i := range rs {
-		rs[i] = redistest.NewRedisson(b.NewClient(t), false)
-	}
-	rls := make([]*redistest.RLock, owners)
-	for i := range rls {
-		rls[i] = rs[i%clients].FairLock(name+"-redisson", int64(i))
-	}
-	contendedCommands(t, b, owners*rounds, func() {
-		hammer(t, ctx, owners, rounds, func(i int) error { return rls[i].Lock(ctx, time.Minute) }, func(i int) error { return rls[i].Unlock(ctx) })
-	})
 }
 
-// contendedCommands resets the server's command statistics, runs fn and
-// returns the commands the server ran per grant (commands run inside
-// scripts included), logging them.
-func contendedCommands(t *testing.T, b *redistest.Backend, grants int, fn func()) float64 {
-	t.Helper()
-	stats := redistest.CommandsDuring(t, b.NewClient(t), fn)
+// BenchmarkContendedServerCommands reports the server commands per grant
+// (cmds/grant) of TestContendedGrantServerCommands' workload, for rlock
+// and for the Redisson double (Redisson's fair-lock script steps, see
+// redistest.Redisson) on the same server: the figures docs/benchmarks.md
+// quotes ("Fair lock: commands per grant").
+func BenchmarkContendedServerCommands(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		locks contendedLocks
+	}{{"rlock", contendedRlock}, {"redisson", contendedRedisson}} {
+		b.Run(bc.name, func(b *testing.B) {
+			be := redistest.Real(b)
+			rounds := max(1, b.N/contendedOwners)
+			b.ReportMetric(contendedCommands(b, context.Background(), be, bc.locks, rounds), "cmds/grant")
+		})
+	}
+}
+
+// contendedOwners owners over contendedClients clients share one fair
+// lock in the contended command counts.
+const contendedOwners, contendedClients = 8, 4
+
+// contendedLocks makes the contended command counts' owners of one lock
+// called name: owner i's lock and unlock.
+type contendedLocks func(tb testing.TB, ctx context.Context, be *redistest.Backend, name string) (lock, unlock func(i int) error)
+
+func contendedRlock(tb testing.TB, ctx context.Context, be *redistest.Backend, name string) (lock, unlock func(i int) error) {
+	cs := make([]*rlock.Client, contendedClients)
+	for i := range cs {
+		cs[i] = newClient(tb, be)
+	}
+	ls := make([]*fair.Lock, contendedOwners)
+	for i := range ls {
+		ls[i] = newLock(tb, cs[i%contendedClients], name)
+	}
+	return func(i int) error { return ls[i].Lock(ctx) }, func(i int) error { return ls[i].Unlock(ctx) }
+}
+
+func contendedRedisson(tb testing.TB, ctx context.Context, be *redistest.Backend, name string) (lock, unlock func(i int) error) {
+	rs := make([]*redistest.Redisson, contendedClients)
+	for i := range rs {
+		rs[i] = redistest.NewRedisson(be.NewClient(tb), false)
+	}
+	ls := make([]*redistest.RLock, contendedOwners)
+	for i := range ls {
+		ls[i] = rs[i%contendedClients].FairLock(name, int64(i))
+	}
+	return func(i int) error { return ls[i].Lock(ctx, time.Minute) }, func(i int) error { return ls[i].Unlock(ctx) }
+}
+
+// contendedCommands has contendedOwners owners take and release one lock
+// rounds times each, and returns the commands the server ran per grant
+// meanwhile (INFO commandstats, commands run inside scripts included),
+// logging them. It fails tb on the first error of an owner.
+func contendedCommands(tb testing.TB, ctx context.Context, be *redistest.Backend, locks contendedLocks, rounds int) float64 {
+	tb.Helper()
+	lock, unlock := locks(tb, ctx, be, redistest.Name(tb))
+	stats := redistest.CommandsDuring(tb, be.NewClient(tb), func() {
+		var wg sync.WaitGroup
+		errs := make(chan error, contendedOwners)
+		for i := range contendedOwners {
+			wg.Go(func() {
+				for range rounds {
+					if err := lock(i); err != nil {
+						errs <- err
+						return
+					}
+					if err := unlock(i); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(tb, err)
+		}
+	})
 	var total int64
 	for cmd, n := range stats {
 		if cmd != "info" && cmd != "config|resetstat" {
 			total += n
 		}
 	}
-	perGrant := float64(total) / float64(grants)
-	t.Logf("%.1f server commands and %.2f scripts per grant; %v", perGrant, float64(stats["evalsha"]+stats["eval"])/float64(grants), stats)
-	return perGrant
-}
-
-// hammer runs owners goroutines, each taking (lock) and releasing (unlock)
-// rounds times, and fails the test on the first error.
-func hammer(t *testing.T, ctx context.Context, owners, rounds int, lock, unlock func(i int) error) {
-	t.Helper()
-	var wg sync.WaitGroup
-	errs := make(chan error, owners)
-	for i := range owners {
-		wg.Go(func() {
-			for range rounds {
-				if err := lock(i); err != nil {
-					errs <- err
-					return
-				}
-				if err := unlock(i); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+	grants := float64(contendedOwners * rounds)
+	tb.Logf("%.1f server commands and %.2f scripts per grant; %v", float64(total)/grants, float64(stats["evalsha"]+stats["eval"])/grants, stats)
+	return float64(total) / grants
 }
 
 // Regression (issue 15): an uncontended fair lock+unlock ran both scripts

@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(redistest.StopSharedAfter(m))
 }
 
-func clientOn(t *testing.T, rdb rlock.Redis, opts ...rlock.ClientOption) *rlock.Client {
+func clientOn(t testing.TB, rdb rlock.Redis, opts ...rlock.ClientOption) *rlock.Client {
 	t.Helper()
 	c, err := rlock.NewClient(rdb, opts...)
 	require.NoError(t, err)
@@ -35,12 +35,12 @@ func clientOn(t *testing.T, rdb rlock.Redis, opts ...rlock.ClientOption) *rlock.
 	return c
 }
 
-func newClient(t *testing.T, b *redistest.Backend, opts ...rlock.ClientOption) *rlock.Client {
+func newClient(t testing.TB, b *redistest.Backend, opts ...rlock.ClientOption) *rlock.Client {
 	t.Helper()
 	return clientOn(t, b.Universal(t), opts...)
 }
 
-func newLock(t *testing.T, c *rlock.Client, name string, opts ...fair.Option) *fair.Lock {
+func newLock(t testing.TB, c *rlock.Client, name string, opts ...fair.Option) *fair.Lock {
 	t.Helper()
 	l, err := fair.New(c, name, opts...)
 	require.NoError(t, err)
