@@ -22,7 +22,7 @@ func (m *MultiLock) acquireAll(ctx context.Context, lease time.Duration, wait bo
 			return errors.Join(err, m.release(ctx, len(m.members)))
 		}
 	}
-	h := m.adoptAll(grants, lease)
+	h := m.adoptAll(ownerKey(ctx), grants, lease)
 	if g := core.GrantFrom(ctx); g != nil {
 		// A MultiLock that is itself a member: its parent may set the
 		// lease of what this acquisition created, and of nothing else.
@@ -141,14 +141,23 @@ func take(ctx context.Context, l rlock.Locker, wait bool) (grant, error) {
 		return grant{}, err
 	}
 	gr := reported(l, g)
+	gr.setLease = leaseSetter(l, g)
+	return gr, nil
+}
+
+// leaseSetter returns what sets the lease of the hold an acquisition of l
+// reported in g created: nil for a member that takes no lease and for a
+// re-entry (the owner's hold keeps its own lease), the combinator's own
+// setter for a member that is a combinator, l's SetLease otherwise.
+func leaseSetter(l rlock.Locker, g *core.Grant) func(context.Context, time.Duration) error {
+	ll, leased := l.(rlock.LeaseLocker)
 	switch {
 	case !leased || g.Reentry:
+		return nil
 	case g.SetLease != nil:
-		gr.setLease = g.SetLease
-	default:
-		gr.setLease = ll.SetLease
+		return g.SetLease
 	}
-	return gr, nil
+	return ll.SetLease
 }
 
 // reported returns the holding period a member's acquisition reported in
@@ -174,20 +183,47 @@ func (m *MultiLock) release(ctx context.Context, n int) error {
 	return m.failures("unlock", errs, nil)
 }
 
-// adoptAll makes grants the current holding period and starts watching its
-// members, unless the current period already covers them (a re-entry). It
-// returns the current period.
-func (m *MultiLock) adoptAll(grants []grant, lease time.Duration) *holding {
+// adoptAll makes grants owner's holding period and the last one, and
+// starts watching its members, unless owner's current period already
+// covers them (a re-entry). It returns owner's period.
+func (m *MultiLock) adoptAll(owner string, grants []grant, lease time.Duration) *holding {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if h := m.last; h != nil && !h.ended() && sameCtxs(h.grants, grants) {
+	if h := m.holds[owner]; h != nil && !h.ended() && sameCtxs(h.grants, grants) {
+		m.last = h
 		return h
 	}
-	h := m.newHolding(m.every(), grants)
+	h := m.newHolding(owner, m.every(), grants)
 	h.retime(lease, time.Now())
-	m.last = h
+	m.holds[owner], m.last = h, h
 	h.watch()
 	return h
+}
+
+// holdingOf returns owner's holding period through this handle, nil when
+// there is none or it ended.
+func (m *MultiLock) holdingOf(owner string) *holding {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if h := m.holds[owner]; h != nil && !h.ended() {
+		return h
+	}
+	return nil
+}
+
+// setLeaseAll is SetLease in all mode: on the holds owner's holding
+// period through this handle created, never on those the owner had
+// before.
+func (m *MultiLock) setLeaseAll(ctx context.Context, lease time.Duration) error {
+	h := m.holdingOf(ownerKey(ctx))
+	if h == nil {
+		return fmt.Errorf("%w: %q", rlock.ErrNotHeld, m.Name())
+	}
+	if err := m.setLeases(ctx, h.grants, lease); err != nil {
+		return err
+	}
+	h.retime(lease, time.Now())
+	return nil
 }
 
 // sameCtxs reports whether a and b are part of the same holding periods.
@@ -200,20 +236,28 @@ func sameCtxs(a, b []grant) bool {
 	return true
 }
 
-// retimed records, in all mode, that the lease of the current holding
-// period changed.
-func (m *MultiLock) retimed(lease time.Duration) {
-	if h := m.lastHolding(); h != nil {
-		h.retime(lease, time.Now())
+// settle ends owner's holding period after an all-mode Unlock if a
+// member's ended: with the first member's loss, or nil when they were
+// released; an ended period is forgotten.
+func (m *MultiLock) settle(owner string) {
+	m.mu.Lock()
+	h := m.holds[owner]
+	m.mu.Unlock()
+	if h == nil {
+		return
+	}
+	m.settleHolding(h)
+	if h.ended() {
+		m.mu.Lock()
+		if m.holds[owner] == h {
+			delete(m.holds, owner)
+		}
+		m.mu.Unlock()
 	}
 }
 
-// settle ends the current holding period after an all-mode Unlock if a
-// member's ended: with the first member's loss, or nil when they were
-// released.
-func (m *MultiLock) settle() {
-	h := m.lastHolding()
-	if h == nil || h.ended() {
+func (m *MultiLock) settleHolding(h *holding) {
+	if h.ended() {
 		return
 	}
 	ended := false

@@ -42,8 +42,11 @@
 // (WithLease, LockLease) with SetLease, or stays in watchdog mode (lease
 // 0, rlock.WatchdogMode, the default). A member the owner held already (a
 // re-entry) keeps the lease of its hold: a MultiLock never shortens, or
-// stops the renewal of, a hold it did not create. Members that implement
-// only rlock.Locker keep their own handle's lease setting throughout.
+// stops the renewal of, a hold it did not create, in either mode, neither
+// when it is acquired nor by SetLease; the same holds for a member that is
+// itself a MultiLock or RedLock, whose holds the owner had before keep
+// their leases too. Members that implement only rlock.Locker keep their
+// own handle's lease setting throughout.
 //
 // # Quorum mode (WithQuorum)
 //
@@ -89,11 +92,13 @@
 // an explicit lease's validity runs out.
 //
 // Until is the time up to which the MultiLock is known to be held, less the
-// drift allowance: the validity end in quorum mode with an explicit lease;
-// otherwise from the members' own Until (in watchdog mode, each member's
-// watchdog lease from its last successful renewal): the earliest in all
-// mode, the k-th latest in quorum mode. In watchdog mode it moves on with
-// every renewal. Act while time.Now().Before(m.Until()).
+// drift allowance, from the members' own Until (in watchdog mode, each
+// member's watchdog lease from its last successful renewal): the earliest
+// in all mode, the k-th latest in quorum mode; in quorum mode with an
+// explicit lease, the validity end unless that is later. A re-entered
+// member keeps its own lease: when that is shorter than the MultiLock's,
+// Until says so. In watchdog mode it moves on with every renewal. Act
+// while time.Now().Before(m.Until()).
 //
 // IsHeld asks the members whether the caller's owner holds them (every
 // one, or k). There is no HoldCount: the members of one MultiLock may be

@@ -20,11 +20,12 @@ type grant struct {
 	// until returns the time up to which that holding period is known to
 	// last; nil for a member that does not tell.
 	until func() time.Time
-	// setLease sets the lease of the hold the acquisition created (all
-	// mode); nil for a member that takes no lease and for a re-entry, since
-	// a combinator must never change the lease of a hold the owner had
-	// before (it would stop the renewal of a hold in watchdog mode, which
-	// then expires unnoticed).
+	// setLease sets the lease of the hold the acquisition created; nil for
+	// a member that takes no lease and for a re-entry, since a combinator
+	// must never change the lease of a hold the owner had before (it would
+	// stop the renewal of a hold in watchdog mode, which then expires
+	// unnoticed). A member that is itself a combinator reports one that
+	// reaches only the holds it created (core.Grant.SetLease).
 	setLease func(context.Context, time.Duration) error
 	// sent is when the acquisition was sent (quorum mode).
 	sent time.Time
@@ -36,6 +37,7 @@ type grant struct {
 // with nil (context.Canceled) on release, with the loss otherwise.
 type holding struct {
 	m       *MultiLock
+	owner   string // the owner ID, "" for the default owner
 	count   int    // quorum mode: the owner's holds; guarded by m.mu
 	granted []bool // members that granted
 	grants  []grant
@@ -54,8 +56,8 @@ type holding struct {
 	err     error         // why it ended; nil for a release
 }
 
-func (m *MultiLock) newHolding(granted []bool, grants []grant) *holding {
-	h := &holding{m: m, granted: granted, grants: grants}
+func (m *MultiLock) newHolding(owner string, granted []bool, grants []grant) *holding {
+	h := &holding{m: m, owner: owner, granted: granted, grants: grants}
 	h.ctx, h.cancel = context.WithCancelCause(context.Background())
 	for _, ok := range granted {
 		if ok {
@@ -231,19 +233,27 @@ func (h *holding) result() error {
 }
 
 // knownUntil returns the time up to which h is known to last (see
-// MultiLock.Until).
+// MultiLock.Until): from the members' own Until, less the drift, in all
+// mode the earliest, in quorum mode the k-th latest; in quorum mode with
+// an explicit lease, the end of its validity unless that is later (a
+// member the owner held before keeps its own lease, which may be
+// shorter). A member that does not tell its Until counts as protected
+// for the validity of an explicit lease, and not at all otherwise.
 func (h *holding) knownUntil() time.Time {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.ctx.Err() != nil {
 		return time.Time{}
 	}
-	if !h.until.IsZero() {
-		return h.until
-	}
 	var us []time.Time
 	for i, ok := range h.granted {
-		if !ok || h.grants[i].until == nil || slices.ContainsFunc(h.lost, func(f Failure) bool { return f.Index == i }) {
+		if !ok || slices.ContainsFunc(h.lost, func(f Failure) bool { return f.Index == i }) {
+			continue
+		}
+		if h.grants[i].until == nil {
+			if !h.until.IsZero() {
+				us = append(us, h.until)
+			}
 			continue
 		}
 		u := h.grants[i].until()
@@ -251,7 +261,7 @@ func (h *holding) knownUntil() time.Time {
 			return time.Time{} // a member's holding period ended
 		}
 		if !u.IsZero() {
-			us = append(us, u)
+			us = append(us, u.Add(-h.drift))
 		}
 	}
 	slices.SortFunc(us, func(a, b time.Time) int { return b.Compare(a) }) // latest first
@@ -262,5 +272,8 @@ func (h *holding) knownUntil() time.Time {
 	if k == 0 || len(us) < k {
 		return time.Time{}
 	}
-	return us[k-1].Add(-h.drift)
+	if u := us[k-1]; h.until.IsZero() || u.Before(h.until) {
+		return u
+	}
+	return h.until
 }

@@ -41,7 +41,7 @@ type MultiLock struct {
 	run []func(func()) bool
 
 	mu    sync.Mutex
-	holds map[string]*holding // quorum mode: by owner ID, "" the default owner
+	holds map[string]*holding // by owner ID, "" the default owner
 	last  *holding            // the holding period of the last acquisition
 }
 
@@ -339,17 +339,19 @@ func ownerKey(ctx context.Context) string {
 	return id
 }
 
-// SetLease changes the lease of the caller's owner's holding, in parallel
-// on every member that implements rlock.LeaseLocker (see
-// rlock.LeaseLocker.SetLease): a positive lease restarts the validity
-// (Until) from now, rlock.WatchdogMode hands every member to its watchdog.
-// In all mode that includes holds the owner had before it took the
-// MultiLock, and it returns an *Error naming every member that failed. In
-// quorum mode it covers the members that granted this handle's holding;
-// it returns an error wrapping rlock.ErrNotHeld, without I/O, when the
-// handle holds nothing for the owner, and an *Error wrapping
-// rlock.ErrNotHeld when fewer than k members still held it. Like Unlock it
-// runs to completion even when ctx is cancelled.
+// SetLease changes the lease of the caller's owner's holding through this
+// handle, in parallel on the holds its acquisition created on members
+// that implement rlock.LeaseLocker (see rlock.LeaseLocker.SetLease): a
+// positive lease restarts the validity (Until) from now,
+// rlock.WatchdogMode hands them to their watchdog. A hold the owner had
+// before it took the MultiLock (a re-entered member) keeps its own lease,
+// in either mode; Until stays within it (see Until). It returns an error
+// wrapping rlock.ErrNotHeld, without I/O, when the handle holds nothing for
+// the owner. In all mode it returns an *Error naming every member that
+// failed. In quorum mode it covers the members that granted this handle's
+// holding and returns an *Error wrapping rlock.ErrNotHeld when fewer than
+// k members still held it (a re-entered member counts as held). Like
+// Unlock it runs to completion even when ctx is cancelled.
 func (m *MultiLock) SetLease(ctx context.Context, lease time.Duration) error {
 	if err := checkInput(ctx, lease); err != nil {
 		return err
@@ -357,17 +359,7 @@ func (m *MultiLock) SetLease(ctx context.Context, lease time.Duration) error {
 	if m.byVote {
 		return m.setLeaseQuorum(ctx, lease)
 	}
-	errs := m.each(m.every(), func(_ int, l rlock.Locker) error {
-		if ll, ok := l.(rlock.LeaseLocker); ok {
-			return ll.SetLease(ctx, lease)
-		}
-		return nil
-	})
-	if err := m.failures("set lease", errs, nil); err != nil {
-		return err
-	}
-	m.retimed(lease)
-	return nil
+	return m.setLeaseAll(ctx, lease)
 }
 
 // Unlock releases one hold of the caller's owner.
@@ -398,7 +390,7 @@ func (m *MultiLock) Unlock(ctx context.Context) error {
 		return m.unlockQuorum(ctx)
 	}
 	errs := m.each(m.every(), func(_ int, l rlock.Locker) error { return l.Unlock(ctx) })
-	m.settle()
+	m.settle(ownerKey(ctx))
 	return m.failures("unlock", errs, nil)
 }
 
@@ -538,12 +530,14 @@ func (m *MultiLock) Ctx() context.Context {
 
 // Until returns the time up to which the holding period of the last
 // acquisition through this handle is known to last, already less the
-// drift allowance (see Drift): in quorum mode with an explicit lease, the
-// validity end (restarted by SetLease); otherwise from the members' own
-// Until (the end of an explicit lease, or in watchdog mode the watchdog
-// lease counted from the last successful renewal sent): in all mode the
-// earliest, in quorum mode the k-th latest among the members that granted
-// and still hold. In watchdog mode it moves on with every renewal. It is
+// drift allowance (see Drift), from the members' own Until (the end of an
+// explicit lease, or in watchdog mode the watchdog lease counted from the
+// last successful renewal sent): in all mode the earliest, in quorum mode
+// the k-th latest among the members that granted and still hold; in
+// quorum mode with an explicit lease, the validity end (restarted by
+// SetLease) unless that is later: a member the owner held before keeps its
+// own lease, and Until never goes beyond what the members protect. In
+// watchdog mode it moves on with every renewal. It is
 // the zero time once the holding period ended, before the first
 // acquisition, and when the members do not report Until. Act only while
 // time.Now().Before(Until()).

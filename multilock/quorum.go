@@ -87,12 +87,18 @@ func (m *MultiLock) reenter(ctx context.Context, owner string) *holding {
 }
 
 // report tells a combinator acquiring m (see core.Grant) whether the
-// acquisition was a re-entry, whose lease it must leave alone, and which
-// holding period it is part of.
+// acquisition was a re-entry, whose lease it must leave alone, which
+// holding period it is part of and, for a new one, how to set the lease
+// of the holds it created on the members, and of nothing else.
 func report(ctx context.Context, h *holding, reentry bool) {
 	if g := core.GrantFrom(ctx); g != nil {
 		g.Reentry = reentry
 		g.Ctx, g.Until = h.ctx, h.knownUntil
+		if !reentry {
+			g.SetLease = func(ctx context.Context, lease time.Duration) error {
+				return h.m.setLeaseHolding(ctx, h, lease)
+			}
+		}
 	}
 }
 
@@ -134,7 +140,7 @@ func (m *MultiLock) attempt(ctx context.Context, owner string, lease time.Durati
 		return m.ctxErr(ctx)
 	}
 	held := len(res) - len(fails)
-	h := m.newHolding(granted, grants)
+	h := m.newHolding(owner, granted, grants)
 	h.retime(lease, start)
 	until := h.knownUntil() // zero: the members do not tell
 	validity := time.Until(until)
@@ -261,7 +267,7 @@ func (m *MultiLock) tryMember(ctx context.Context, owner string, i int, lease ti
 		return result{err: err}
 	}
 	gr := reported(l, g)
-	gr.sent = sent
+	gr.sent, gr.setLease = sent, leaseSetter(l, g)
 	return result{grant: gr}
 }
 
@@ -313,13 +319,18 @@ func (m *MultiLock) setLeaseQuorum(ctx context.Context, lease time.Duration) err
 	if h == nil {
 		return fmt.Errorf("%w: %q", rlock.ErrNotHeld, m.Name())
 	}
+	return m.setLeaseHolding(ctx, h, lease)
+}
+
+// setLeaseHolding sets lease on the holds holding h created, in parallel;
+// a member the owner held before keeps its own lease and counts as held.
+func (m *MultiLock) setLeaseHolding(ctx context.Context, h *holding, lease time.Duration) error {
+	which := make([]bool, len(h.granted))
+	for i, ok := range h.granted {
+		which[i] = ok && h.grants[i].setLease != nil
+	}
 	start := time.Now()
-	errs := m.each(h.granted, func(_ int, l rlock.Locker) error {
-		if ll, ok := l.(rlock.LeaseLocker); ok {
-			return ll.SetLease(ctx, lease)
-		}
-		return nil
-	})
+	errs := m.each(which, func(i int, _ rlock.Locker) error { return h.grants[i].setLease(ctx, lease) })
 	var fails []Failure
 	ok := 0
 	for i, granted := range h.granted {

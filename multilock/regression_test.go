@@ -2,6 +2,7 @@ package multilock_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -190,5 +191,125 @@ func TestCleanUnlockIsNotReportedAsLoss(t *testing.T) {
 			<-m.Done()
 			require.NoError(t, m.Err(), "cycle %d", i)
 		}
+	})
+}
+
+// Regression (quorum form of issue 12, defect 3): an owner holds a in
+// watchdog mode and takes a quorum MultiLock over a, b and c. SetLease
+// set the lease on every member that granted, a's re-entry included,
+// which stopped a's renewal: a's TTL became the MultiLock's 300 ms and,
+// after the MultiLock's Unlock, the outer hold expired unrenewed.
+func TestQuorumSetLeaseDoesNotShortenAHoldItDidNotCreate(t *testing.T) {
+	const lease = 300 * time.Millisecond
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b, rlock.WithWatchdogLease(2*time.Second))
+		ls := handles(t, []*rlock.Client{c, c, c}, redistest.Name(t))
+		a := ls[0].(*reentrant.Lock)
+		require.NoError(t, a.Lock(ctx)) // the outer hold, in watchdog mode
+
+		m := newMulti(t, ls, multilock.WithQuorum(2))
+		require.NoError(t, m.Lock(ctx))
+		require.NoError(t, m.SetLease(ctx, lease))
+		require.Greater(t, ttl(t, a), time.Second, "the re-entered member lost its watchdog lease")
+		require.LessOrEqual(t, ttl(t, ls[1]), lease, "the members the MultiLock took have its lease")
+		require.LessOrEqual(t, ttl(t, ls[2]), lease)
+
+		require.NoError(t, m.Unlock(ctx))
+		require.Equal(t, 1, held(t, a))
+		stillRenewed(t, a, lease)
+		require.NoError(t, a.Unlock(ctx))
+	})
+}
+
+// All mode's own SetLease leaves a hold the owner had before alone too.
+func TestAllModeSetLeaseDoesNotShortenAHoldItDidNotCreate(t *testing.T) {
+	const lease = 300 * time.Millisecond
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b, rlock.WithWatchdogLease(2*time.Second))
+		ls := handles(t, []*rlock.Client{c, c}, redistest.Name(t))
+		a := ls[0].(*reentrant.Lock)
+		require.NoError(t, a.Lock(ctx))
+
+		m := newMulti(t, ls)
+		require.NoError(t, m.Lock(ctx))
+		require.NoError(t, m.SetLease(ctx, lease))
+		require.Greater(t, ttl(t, a), time.Second, "the re-entered member lost its watchdog lease")
+		require.LessOrEqual(t, ttl(t, ls[1]), lease)
+		require.False(t, m.Until().After(a.Until()), "Until is within the re-entered member's protection")
+
+		require.NoError(t, m.Unlock(ctx))
+		require.Equal(t, 1, held(t, a))
+		stillRenewed(t, a, lease)
+		require.NoError(t, a.Unlock(ctx))
+	})
+}
+
+// A quorum MultiLock nested in an all-mode one, and the reverse: the
+// outer MultiLock's lease, given at acquisition or by SetLease, reaches
+// only the holds the inner one created.
+func TestNestedQuorumLeaseDoesNotShortenAHoldItDidNotCreate(t *testing.T) {
+	const lease = 300 * time.Millisecond
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b, rlock.WithWatchdogLease(2*time.Second))
+		for _, quorumInside := range []bool{true, false} {
+			ls := handles(t, []*rlock.Client{c, c, c, c}, fmt.Sprintf("%s:%v", redistest.Name(t), quorumInside))
+			a := ls[0].(*reentrant.Lock)
+			require.NoError(t, a.Lock(ctx))
+
+			var inner, outer *multilock.MultiLock
+			if quorumInside {
+				inner = newMulti(t, ls[:3], multilock.WithQuorum(2))
+				outer = newMulti(t, []rlock.Locker{inner, ls[3]}, multilock.WithLease(lease))
+			} else {
+				inner = newMulti(t, ls[:2])
+				outer = newMulti(t, []rlock.Locker{inner, ls[2], ls[3]}, multilock.WithQuorum(2), multilock.WithLease(lease))
+			}
+			require.NoError(t, outer.Lock(ctx))
+			require.Greater(t, ttl(t, a), time.Second, "quorum inside %v: the acquisition shortened the re-entered member", quorumInside)
+			require.NoError(t, outer.SetLease(ctx, lease))
+			require.Greater(t, ttl(t, a), time.Second, "quorum inside %v: SetLease shortened the re-entered member", quorumInside)
+			require.LessOrEqual(t, ttl(t, ls[1]), lease, "quorum inside %v", quorumInside)
+			require.LessOrEqual(t, ttl(t, ls[3]), lease, "quorum inside %v", quorumInside)
+
+			require.NoError(t, outer.Unlock(ctx))
+			require.Equal(t, 1, held(t, a))
+			stillRenewed(t, a, lease)
+			require.NoError(t, a.Unlock(ctx))
+		}
+	})
+}
+
+// A quorum MultiLock with an explicit lease reported Until from its lease
+// alone, beyond what a re-entered member protects: the owner's watchdog
+// hold on a, extended by the re-entry, is renewed to the watchdog lease
+// again, well before the MultiLock's lease runs out.
+func TestQuorumUntilIsBoundByAReenteredMember(t *testing.T) {
+	const watchdog = time.Second
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		c := newClient(t, b, rlock.WithWatchdogLease(watchdog))
+		ls := handles(t, []*rlock.Client{c, c, c}, redistest.Name(t))
+		a := ls[0].(*reentrant.Lock)
+		require.NoError(t, a.Lock(ctx))
+
+		m := newMulti(t, ls, multilock.WithQuorum(3))
+		require.NoError(t, m.TryLockLease(ctx, 10*time.Second))
+		require.False(t, m.Until().After(a.Until()), "Until %v is beyond the re-entered member's %v",
+			m.Until().Format(time.StampMilli), a.Until().Format(time.StampMilli))
+		require.NoError(t, m.SetLease(ctx, 10*time.Second))
+		require.False(t, m.Until().After(a.Until()), "after SetLease")
+		require.NoError(t, m.Unlock(ctx))
+		require.NoError(t, a.Unlock(ctx))
+
+		// With a quorum of 2, the other two members protect the lease.
+		require.NoError(t, a.Lock(ctx))
+		m = newMulti(t, ls, multilock.WithQuorum(2))
+		require.NoError(t, m.TryLockLease(ctx, 10*time.Second))
+		require.True(t, m.Until().After(time.Now().Add(5*time.Second)), "quorum 2: Until %v", m.Until())
+		require.NoError(t, m.Unlock(ctx))
+		require.NoError(t, a.Unlock(ctx))
 	})
 }

@@ -165,7 +165,8 @@ func (r *RedLock) TryLockLease(ctx context.Context, lease time.Duration) error {
 // SetLease changes the lease of the caller's owner's holding on every node
 // that granted it, in parallel: a positive lease restarts the validity
 // (Until) from now, rlock.WatchdogMode hands every node's lock to its
-// watchdog. It returns an error wrapping rlock.ErrNotHeld, without I/O,
+// watchdog. A node on which the owner held the lock before the RedLock
+// took it (a re-entry) keeps its own lease; Until stays within it. It returns an error wrapping rlock.ErrNotHeld, without I/O,
 // when this handle holds nothing for the owner, and a *multilock.Error
 // wrapping rlock.ErrNotHeld when fewer than a quorum of nodes still held
 // the lock. Like Unlock it runs to completion even when ctx is cancelled.
@@ -191,7 +192,8 @@ func (r *RedLock) IsHeld(ctx context.Context) (bool, error) { return r.m.IsHeld(
 // Until returns the time up to which the holding period of the last
 // acquisition through this handle is known to last: with an explicit
 // lease, the end of the validity (lease - elapsed - drift, restarted by
-// SetLease); in watchdog mode the quorum-th latest of the nodes' watchdog
+// SetLease), or earlier when it takes a node the owner held before, whose
+// own lease is shorter; in watchdog mode the quorum-th latest of the nodes' watchdog
 // leases, each counted from its last successful renewal, less the drift
 // allowance; it moves on with every renewal. The zero time once the
 // holding period ended, and before the first acquisition. Act only while

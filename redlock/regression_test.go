@@ -397,3 +397,44 @@ func goroutinesCreated() uint64 {
 	metrics.Read(s)
 	return s[0].Value.Uint64()
 }
+
+// Regression (quorum form of issue 12, defect 3): the owner holds the
+// lock on node 0 in watchdog mode through a plain reentrant lock, and
+// takes the RedLock of the same name. SetLease set the lease on every node
+// that granted, node 0's re-entry included: its renewal stopped, its TTL
+// became the RedLock's 300 ms and, after the RedLock's Unlock, the outer
+// hold expired unrenewed. Until stays within node 0's protection too.
+func TestRedLockSetLeaseDoesNotShortenAHoldItDidNotCreate(t *testing.T) {
+	const lease = 300 * time.Millisecond
+	each5(t, func(t *testing.T, c *cluster) {
+		ctx := rlock.WithOwner(context.Background(), "x")
+		name := redistest.Name(t)
+		cs := c.clients(t, rlock.WithWatchdogLease(2*time.Second))
+		outer, err := reentrant.New(cs[0], name)
+		require.NoError(t, err)
+		require.NoError(t, outer.Lock(ctx)) // watchdog mode
+
+		rl := newRedLock(t, name, cs)
+		require.NoError(t, rl.Lock(ctx))
+		require.NoError(t, rl.SetLease(ctx, lease))
+		for i, rdb := range c.rdbs {
+			ttl, err := rdb.PTTL(ctx, name).Result()
+			require.NoError(t, err)
+			if i == 0 {
+				require.Greater(t, ttl, time.Second, "node 0's outer hold lost its watchdog lease")
+			} else {
+				require.LessOrEqual(t, ttl, lease, "node %d, which the RedLock took, has its lease", i)
+			}
+		}
+		require.NoError(t, rl.SetLease(ctx, time.Minute))
+		require.False(t, rl.Until().After(time.Now().Add(time.Minute)))
+		require.NoError(t, rl.Unlock(ctx))
+
+		require.Never(t, func() bool {
+			n, err := c.rdbs[0].Exists(ctx, name).Result()
+			return err == nil && n == 0
+		}, 5*lease, lease/10, "node 0's outer hold expired unrenewed")
+		require.NoError(t, outer.Err())
+		require.NoError(t, outer.Unlock(ctx))
+	})
+}
