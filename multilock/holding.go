@@ -269,11 +269,23 @@ func (h *holding) knownUntil() time.Time {
 	if h.m.byVote {
 		k = h.m.quorum // the k-th latest
 	}
-	if k == 0 || len(us) < k {
+	switch {
+	case len(us) < k && !h.until.IsZero():
+		// An explicit lease, and members that granted have ended since:
+		// fewer than k protect it, and it is known to last no longer.
+		return minTime(h.until, time.Now())
+	case k == 0 || len(us) < k:
 		return time.Time{}
 	}
 	if u := us[k-1]; h.until.IsZero() || u.Before(h.until) {
 		return u
 	}
 	return h.until
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
