@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -198,15 +199,20 @@ func Read(ctx context.Context, rdb redis.UniversalClient, name string, now time.
 	if err := wrongType(hash.Err(), k.Lock, "hash"); err != nil {
 		return nil, err
 	}
+	if err := pttl.Err(); err != nil {
+		return nil, fmt.Errorf("reading %q: %w", name, err)
+	}
+	if typ.Val() == "hash" {
+		if err := CheckLock(name, hash.Val(), expires(pttl.Val())); err != nil {
+			return nil, err
+		}
+	}
 	for field, v := range hash.Val() {
 		if field == rwModeField {
 			r.Mode = v
 			continue
 		}
-		n, perr := strconv.ParseInt(v, 10, 64)
-		if perr != nil {
-			return nil, fmt.Errorf("%w: lock %q: field %q has hold count %q", base.ErrUnexpectedReply, name, field, v)
-		}
+		n, _ := strconv.ParseInt(v, 10, 64) // checked by CheckLock
 		h := Holder{Field: field, ClientID: field, Holds: n}
 		if i := strings.IndexByte(field, ':'); i >= 0 {
 			h.ClientID, h.OwnerID = field[:i], field[i+1:]
@@ -216,9 +222,6 @@ func Read(ctx context.Context, rdb redis.UniversalClient, name string, now time.
 	sortHolders(r.Holders)
 	r.Locked = typ.Val() == "hash"
 
-	if err := pttl.Err(); err != nil {
-		return nil, fmt.Errorf("reading %q: %w", name, err)
-	}
 	if r.Locked {
 		// go-redis returns -1 and -2 unscaled; accept both spellings.
 		switch d := pttl.Val(); {
@@ -328,6 +331,74 @@ func readLeases(ctx context.Context, rdb redis.UniversalClient, r *Report) error
 		}
 	}
 	return nil
+}
+
+// expires reports whether PTTL's reply d is a TTL (go-redis returns -1
+// and -2 unscaled: both spellings count as none).
+func expires(d time.Duration) bool { return d >= 0 }
+
+// CheckLock is the one test of whether the hash at key name is a lock,
+// shared by Read and so by every command of the rlock tool: it returns
+// nil for a lock's shape and an error wrapping ErrNotALock that says why
+// otherwise. A lock hash, rlock's or Redisson's, has a TTL (every lock
+// has one: a lease or the watchdog's); its fields are owner fields
+// "<clientID>:<ownerID>" (a client ID of 1-128 bytes without ':', as rlock
+// and Redisson's "<UUID>:<threadId>" write them; an owner ID of 1-256
+// bytes) whose values are hold counts, positive integers; a read-write
+// lock has besides its "mode" field, "read" or "write", and in write mode
+// writer fields "<clientID>:<ownerID>:write". There is at least one
+// holder. Anything else (application data) is not a lock, and the tool
+// never deletes it.
+func CheckLock(name string, fields map[string]string, hasTTL bool) error {
+	notLock := func(format string, a ...any) error {
+		return fmt.Errorf("%w: key %q %s", ErrNotALock, name, fmt.Sprintf(format, a...))
+	}
+	if !hasTTL {
+		return notLock("is a hash with no TTL (every rlock and Redisson lock has one)")
+	}
+	mode, rw := fields[rwModeField]
+	if rw && mode != "read" && mode != "write" {
+		return notLock("has mode %q (a read-write lock's is \"read\" or \"write\")", mode)
+	}
+	holders := 0
+	for _, field := range slices.Sorted(maps.Keys(fields)) { // the same answer every time
+		v := fields[field]
+		if field == rwModeField {
+			continue
+		}
+		holders++
+		owner := field
+		switch writer := strings.HasSuffix(field, base.WriterFieldSuffix); {
+		case rw && writer && mode == "read":
+			return notLock("has writer field %q in read mode", field)
+		case rw && writer:
+			owner = strings.TrimSuffix(field, base.WriterFieldSuffix)
+		}
+		if !isOwnerField(owner) {
+			return notLock("has field %q, not an owner field <clientID>:<ownerID>", field)
+		}
+		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 1 {
+			return notLock("has field %q = %q, not a hold count", field, v)
+		}
+	}
+	if holders == 0 {
+		return notLock("has no holder field")
+	}
+	return nil
+}
+
+// isOwnerField reports whether field has the shape of an owner field,
+// "<clientID>:<ownerID>", as rlock (rlock.WithClientID, rlock.WithOwner,
+// a handle's "#<n>") and Redisson ("<UUID>:<threadId>") write them.
+func isOwnerField(field string) bool {
+	client, owner, ok := strings.Cut(field, ":")
+	switch {
+	case !ok || client == "" || len(client) > 128 || owner == "" || len(owner) > base.MaxOwnerLen:
+		return false
+	case strings.ContainsAny(field, "\x00\r\n"):
+		return false
+	}
+	return true
 }
 
 // wrongType turns a Redis WRONGTYPE error on key into ErrNotALock and

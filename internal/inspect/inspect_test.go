@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/fair"
 	"github.com/rlock-go/rlock/internal/inspect"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/reentrant"
@@ -107,12 +108,10 @@ func TestReadNoExpiry(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
 		rdb := b.NewClient(t)
+		// Owner-shaped, but every lock has a TTL: not a lock.
 		require.NoError(t, rdb.HSet(ctx, "inspect-noexp", "x:1", 1).Err())
-		r, err := inspect.Read(ctx, rdb, "inspect-noexp", time.Now())
-		require.NoError(t, err)
-		require.True(t, r.Locked)
-		require.False(t, r.Expires)
-		require.Equal(t, []inspect.Holder{{Field: "x:1", ClientID: "x", OwnerID: "1", Holds: 1}}, r.Holders)
+		_, err := inspect.Read(ctx, rdb, "inspect-noexp", time.Now())
+		require.ErrorIs(t, err, inspect.ErrNotALock)
 	})
 }
 
@@ -121,6 +120,7 @@ func TestReadRedissonReadWriteLock(t *testing.T) {
 		ctx := context.Background()
 		rdb := b.NewClient(t)
 		require.NoError(t, rdb.HSet(ctx, "inspect-rw", "mode", "read", "java-1:7", 2, "java-2:9", 1).Err())
+		require.NoError(t, rdb.PExpire(ctx, "inspect-rw", time.Minute).Err())
 		r, err := inspect.Read(ctx, rdb, "inspect-rw", time.Now())
 		require.NoError(t, err)
 		require.Equal(t, "read", r.Mode)
@@ -159,8 +159,9 @@ func TestReadBadInput(t *testing.T) {
 		require.ErrorContains(t, err, "string")
 
 		require.NoError(t, rdb.HSet(ctx, "inspect-badcount", "x:1", "many").Err())
+		require.NoError(t, rdb.PExpire(ctx, "inspect-badcount", time.Minute).Err())
 		_, err = inspect.Read(ctx, rdb, "inspect-badcount", time.Now())
-		require.ErrorIs(t, err, rlock.ErrUnexpectedReply)
+		require.ErrorIs(t, err, inspect.ErrNotALock)
 
 		k := inspect.KeysOf("inspect-badqueue")
 		require.NoError(t, rdb.Set(ctx, k.Queue, "v", 0).Err())
@@ -250,4 +251,102 @@ func TestReadRWLock(t *testing.T) {
 		require.NoError(t, long.ReadLock().Unlock(ctx))
 		require.NoError(t, long.ReadLock().Unlock(ctx))
 	})
+}
+
+// Regression: Read took any hash for a lock. A plain hash session:1 =
+// {user:42: 1} without TTL was reported held ("no expiry") and the rlock
+// command force-unlocked (deleted) it; pageviews = {home: 10, about: 3}
+// was "held, no expiry, 2 holders". A key is a lock only when it has a
+// lock's shape: owner fields with positive integer hold counts (a
+// read-write lock's mode and writer fields besides) and a TTL.
+func TestPlainHashIsNotALock(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		rdb := b.NewClient(t)
+		for _, tc := range []struct {
+			key    string
+			fields []any
+			ttl    time.Duration // 0: none
+			why    string
+		}{
+			{"session:1", []any{"user:42", 1}, 0, "no TTL"},
+			{"pageviews", []any{"home", 10, "about", 3}, 0, "no TTL"},
+			{"pageviews-ttl", []any{"home", 10, "about", 3}, time.Minute, `field "about"`},
+			{"owner-shaped-no-ttl", []any{"6f1c1f5e-2b7a-4a59-9a55-3c1d0b0c8f11:1", 1}, 0, "no TTL"},
+			{"bad-count", []any{"x:1", "many"}, time.Minute, `"many"`},
+			{"zero-count", []any{"x:1", 0}, time.Minute, `"0"`},
+			{"bad-mode", []any{"mode", "exclusive", "x:1", 1}, time.Minute, `"exclusive"`},
+			{"writer-in-read-mode", []any{"mode", "read", "x:1:write", 1}, time.Minute, `"x:1:write"`},
+			{"mode-only", []any{"mode", "read"}, time.Minute, "no holder"},
+			{"empty-client", []any{":1", 1}, time.Minute, `field ":1"`},
+		} {
+			require.NoError(t, rdb.HSet(ctx, tc.key, tc.fields...).Err())
+			if tc.ttl > 0 {
+				require.NoError(t, rdb.PExpire(ctx, tc.key, tc.ttl).Err())
+			}
+			_, err := inspect.Read(ctx, rdb, tc.key, time.Now())
+			require.ErrorIs(t, err, inspect.ErrNotALock, tc.key)
+			require.ErrorContains(t, err, tc.why, tc.key)
+		}
+	})
+}
+
+// Real locks of every kind, rlock's and Redisson's (written by hand in
+// Redisson's layout, "<UUID>:<threadId>"), are still locks.
+func TestEveryLockKindIsALock(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		rdb := b.NewClient(t)
+		for _, name := range heldLocks(t, rdb) {
+			r, err := inspect.Read(ctx, rdb, name, time.Now())
+			require.NoError(t, err, name)
+			require.True(t, r.Locked, name)
+			require.True(t, r.Expires, name)
+			require.NotEmpty(t, r.Holders, name)
+		}
+	})
+}
+
+// heldLocks takes a lock of every kind and returns their names.
+func heldLocks(t *testing.T, rdb redis.UniversalClient) []string {
+	t.Helper()
+	ctx := rlock.WithOwner(context.Background(), "worker:7") // an owner ID with a colon
+	c, err := rlock.NewClient(rdb)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	name := redistest.Name(t)
+	re, err := reentrant.New(c, name+":reentrant")
+	require.NoError(t, err)
+	require.NoError(t, re.Lock(ctx))
+	handle, err := reentrant.New(c, name+":handle") // the handle's own owner ID
+	require.NoError(t, err)
+	require.NoError(t, handle.Lock(context.Background()))
+	fl, err := fair.New(c, name+":fair")
+	require.NoError(t, err)
+	require.NoError(t, fl.Lock(ctx))
+	rd, err := rwlock.New(c, name+":read")
+	require.NoError(t, err)
+	require.NoError(t, rd.ReadLock().Lock(ctx))
+	wr, err := rwlock.New(c, name+":write")
+	require.NoError(t, err)
+	require.NoError(t, wr.WriteLock().Lock(ctx))
+	require.NoError(t, wr.ReadLock().Lock(ctx)) // a downgrade: writer and reader
+	t.Cleanup(func() {
+		_ = re.Unlock(ctx)
+		_ = handle.Unlock(context.Background())
+		_ = fl.Unlock(ctx)
+		_ = rd.ReadLock().Unlock(ctx)
+		_ = wr.ReadLock().Unlock(ctx)
+		_ = wr.WriteLock().Unlock(ctx)
+	})
+	const java = "6f1c1f5e-2b7a-4a59-9a55-3c1d0b0c8f11:1"
+	require.NoError(t, rdb.HSet(ctx, name+":redisson", java, 2).Err())
+	require.NoError(t, rdb.PExpire(ctx, name+":redisson", time.Minute).Err())
+	require.NoError(t, rdb.HSet(ctx, name+":redisson-rw", "mode", "write", java+":write", 1, java, 1).Err())
+	require.NoError(t, rdb.PExpire(ctx, name+":redisson-rw", time.Minute).Err())
+	var names []string
+	for _, kind := range []string{"reentrant", "handle", "fair", "read", "write", "redisson", "redisson-rw"} {
+		names = append(names, name+":"+kind)
+	}
+	return names
 }
