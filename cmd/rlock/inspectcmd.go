@@ -26,6 +26,10 @@ A NAME with no key and no waiter is shown as "no such lock" ("exists": false
 in JSON): a released lock leaves no key unless it has a token counter, so it
 is free if the name is right.
 
+A key that does not have a lock's shape (owner fields "<clientID>:<ownerID>"
+with hold counts, a read-write lock's mode and writer fields, and a TTL,
+which every rlock and Redisson lock has) is refused as "not a lock".
+
 Flags may come before or after NAME. Exit status: 0 ok (also for no such
 lock, and when --watch is ended by Ctrl-C), 1 Redis error or NAME is not a
 lock, 2 bad usage,

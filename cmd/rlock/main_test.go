@@ -323,13 +323,15 @@ func TestInspectNoSuchLock(t *testing.T) {
 func TestInspectRedissonLocks(t *testing.T) {
 	b := redistest.Real(t)
 	rdb := b.NewClient(t)
-	require.NoError(t, rdb.HSet(context.Background(), "cli-noexp", "java-client:1", 1).Err())
-	code, out, errOut := runBin(t, "", "inspect", redisURL(b), "cli-noexp")
+	require.NoError(t, rdb.HSet(context.Background(), "cli-java", "java-client:1", 1).Err())
+	require.NoError(t, rdb.PExpire(context.Background(), "cli-java", time.Minute).Err())
+	code, out, errOut := runBin(t, "", "inspect", redisURL(b), "cli-java")
 	require.Equal(t, 0, code, errOut)
-	require.Contains(t, out, "held, no expiry")
+	require.Contains(t, out, "held, TTL")
 	require.Contains(t, out, "client java-client, owner 1")
 
 	require.NoError(t, rdb.HSet(context.Background(), "cli-rw", "mode", "write", "java-client:1:write", 1).Err())
+	require.NoError(t, rdb.PExpire(context.Background(), "cli-rw", time.Minute).Err())
 	code, out, errOut = runBin(t, "", "inspect", redisURL(b), "cli-rw")
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "mode         write (a Redisson read-write lock)")
@@ -490,7 +492,7 @@ func TestUnlockRefusals(t *testing.T) {
 	b.Mini.HSet("cli-counters", "orders", "5")
 	code, _, errOut = runBin(t, "", "unlock", "--force", "--yes", redisURL(b), "cli-counters")
 	require.Equal(t, 1, code)
-	require.Contains(t, errOut, "does not look like a lock")
+	require.Contains(t, errOut, "not a lock")
 	require.True(t, b.Mini.Exists("cli-counters"))
 }
 
@@ -926,4 +928,77 @@ func TestDocMatchesUsage(t *testing.T) {
 		require.Contains(t, words(usage), flagName)
 		require.Contains(t, words(doc), flagName)
 	}
+}
+
+// Regression: `rlock unlock --force --yes` deleted application data, a
+// plain hash session:1 = {user:42: 1} without TTL, and `inspect pageviews`
+// ({home: 10, about: 3}) reported "held, no expiry, 2 holders". A key that
+// does not have a lock's shape (see inspect.CheckLock) is "not a lock" to
+// every command: exit 1, and nothing deleted.
+func TestUnlockForceNeverDeletesApplicationData(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		rdb := b.NewClient(t)
+		require.NoError(t, rdb.HSet(ctx, "session:1", "user:42", 1).Err())
+		require.NoError(t, rdb.HSet(ctx, "pageviews", "home", 10, "about", 3).Err())
+		require.NoError(t, rdb.HSet(ctx, "pageviews-ttl", "home", 10, "about", 3).Err())
+		require.NoError(t, rdb.PExpire(ctx, "pageviews-ttl", time.Hour).Err())
+		require.NoError(t, rdb.HSet(ctx, "owner-shaped", "6f1c1f5e-2b7a-4a59-9a55-3c1d0b0c8f11:1", 1).Err())
+		for _, key := range []string{"session:1", "pageviews", "pageviews-ttl", "owner-shaped"} {
+			for _, args := range [][]string{
+				{"unlock", "--force", "--yes", redisURL(b), key},
+				{"inspect", redisURL(b), key},
+				{"inspect", "--json", redisURL(b), key},
+			} {
+				code, out, errOut := runBin(t, "", args...)
+				require.Equal(t, 1, code, "%v: %s%s", args, out, errOut)
+				require.Contains(t, errOut, "not a lock", args)
+				require.NotContains(t, out, "held", args)
+			}
+			n, err := rdb.Exists(ctx, key).Result()
+			require.NoError(t, err)
+			require.Equal(t, int64(1), n, "%s was deleted", key)
+		}
+	})
+}
+
+// Real locks of every kind, rlock's and Redisson's, are still shown and
+// force-unlocked.
+func TestUnlockForceEveryLockKind(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		rdb := b.NewClient(t)
+		c, err := rlock.NewClient(rdb)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		octx := rlock.WithOwner(ctx, "worker:7")
+		name := redistest.Name(t)
+		re, err := reentrant.New(c, name+":reentrant")
+		require.NoError(t, err)
+		require.NoError(t, re.Lock(octx))
+		fl, err := fair.New(c, name+":fair")
+		require.NoError(t, err)
+		require.NoError(t, fl.Lock(octx))
+		rd, err := rwlock.New(c, name+":read")
+		require.NoError(t, err)
+		require.NoError(t, rd.ReadLock().Lock(octx))
+		wr, err := rwlock.New(c, name+":write")
+		require.NoError(t, err)
+		require.NoError(t, wr.WriteLock().Lock(octx))
+		const java = "6f1c1f5e-2b7a-4a59-9a55-3c1d0b0c8f11:1"
+		require.NoError(t, rdb.HSet(ctx, name+":redisson", java, 2).Err())
+		require.NoError(t, rdb.PExpire(ctx, name+":redisson", time.Minute).Err())
+		for _, kind := range []string{"reentrant", "fair", "read", "write", "redisson"} {
+			key := name + ":" + kind
+			code, out, errOut := runBin(t, "", "inspect", redisURL(b), key)
+			require.Equal(t, 0, code, "%s: %s", kind, errOut)
+			require.Contains(t, out, "held, TTL", kind)
+			code, out, errOut = runBin(t, "", "unlock", "--force", "--yes", redisURL(b), key)
+			require.Equal(t, 0, code, "%s: %s", kind, errOut)
+			require.Contains(t, out, "Force-unlocked "+key, kind)
+			n, err := rdb.Exists(ctx, key).Result()
+			require.NoError(t, err)
+			require.Zero(t, n, kind)
+		}
+	})
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/internal/core"
 	"github.com/rlock-go/rlock/internal/inspect"
@@ -23,8 +25,10 @@ holder is known to be dead and whose lease would not run out soon enough
 
 It shows the holder and asks "Force-unlock NAME held by ...? [y/N]" on the
 terminal unless --yes is given; without a terminal on stdin it needs --yes.
-It never deletes a key that is not a lock. Flags may come before or after
-NAME.
+It never deletes a key that is not a lock: a hash whose fields are not
+owner fields with hold counts (see inspect), or that has no TTL (every
+rlock and Redisson lock has one), is refused as "not a lock". Flags may
+come before or after NAME.
 
 Exit status: 0 unlocked, or NAME was not locked; 1 declined, NAME is not a
 lock, or a Redis error; 2 bad usage (including no --force, or no --yes
@@ -35,27 +39,9 @@ Flags:
 `
 
 func unlockCmd(ctx context.Context, args []string, e env) error {
-	fs := newFlagSet("rlock unlock", unlockHelp, e)
-	var (
-		conn       connFlags
-		force, yes bool
-	)
-	conn.register(fs, defaultRedisURL)
-	fs.BoolVar(&force, "force", false, "required: delete the lock whoever holds it")
-	fs.BoolVar(&yes, "yes", false, "do not ask for confirmation")
-	pos, err := parse(fs, args)
+	name, conn, yes, err := parseUnlock(args, e)
 	if err != nil {
 		return err
-	}
-	name, err := lockName(pos)
-	if err != nil {
-		return err
-	}
-	if !force {
-		return usageError("unlock needs --force: it deletes %q whoever holds it (a holder releases its own lock with Unlock)", name)
-	}
-	if !yes && !e.stdinTTY {
-		return usageError("refusing to force-unlock %q without confirmation: stdin is not a terminal; add --yes", name)
 	}
 	rdb, _, err := conn.connect(ctx, defaultRedisURL)
 	if err != nil {
@@ -63,40 +49,78 @@ func unlockCmd(ctx context.Context, args []string, e env) error {
 	}
 	defer rdb.Close()
 
-	// Read first: never delete a key that is not a lock, and show the
-	// operator whom they are about to dispossess.
+	// Read first: never delete a key that is not a lock (inspect.Read
+	// refuses it, see inspect.CheckLock), and show the operator whom they
+	// are about to dispossess.
 	r, err := inspect.Read(ctx, rdb, name, time.Now())
 	if err != nil {
 		return err
 	}
-	switch {
-	case !exists(r):
-		fmt.Fprintf(e.stdout, "No such lock %s (no key and no waiter); nothing to do.\n", name)
+	if !locked(r, e) {
 		return nil
-	case !r.Locked:
-		fmt.Fprintf(e.stdout, "%s is not locked; nothing to do.\n", name)
-		return nil
-	}
-	// A hash of counters is not a lock even though the lock scripts would
-	// treat it as one: every field of a lock is "<clientID>:<ownerID>".
-	for _, h := range r.Holders {
-		if h.OwnerID == "" {
-			return fmt.Errorf("refusing to delete %q: it does not look like a lock (field %q is not <clientID>:<ownerID>)", name, h.Field)
-		}
 	}
 	held := describeHolders(r)
 	if !yes {
-		fmt.Fprintf(e.stderr, "Force-unlock %s held by %s? [y/N] ", name, held)
-		answer, _ := bufio.NewReader(e.stdin).ReadString('\n')
-		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
-			return fmt.Errorf("not unlocked: %q was not confirmed", name)
+		if err := confirm(name, held, e); err != nil {
+			return err
 		}
 	}
+	return forceUnlockReport(ctx, rdb, r, held, e)
+}
 
-	// The question may have taken a while: the lock is deleted only if the
-	// holders shown still hold it, checked and deleted in one script. A
-	// fair lock's force unlock wakes the head of its queue; the reentrant
-	// one publishes on the lock channel.
+// parseUnlock parses unlock's arguments: the lock name, the connection
+// flags and --yes; --force is required, and --yes without a terminal.
+func parseUnlock(args []string, e env) (name string, conn connFlags, yes bool, err error) {
+	fs := newFlagSet("rlock unlock", unlockHelp, e)
+	var force bool
+	conn.register(fs, defaultRedisURL)
+	fs.BoolVar(&force, "force", false, "required: delete the lock whoever holds it")
+	fs.BoolVar(&yes, "yes", false, "do not ask for confirmation")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return "", conn, false, err
+	}
+	if name, err = lockName(pos); err != nil {
+		return "", conn, false, err
+	}
+	if !force {
+		return "", conn, false, usageError("unlock needs --force: it deletes %q whoever holds it (a holder releases its own lock with Unlock)", name)
+	}
+	if !yes && !e.stdinTTY {
+		return "", conn, false, usageError("refusing to force-unlock %q without confirmation: stdin is not a terminal; add --yes", name)
+	}
+	return name, conn, yes, nil
+}
+
+// locked reports whether r is held, and says so when it is not.
+func locked(r *inspect.Report, e env) bool {
+	switch {
+	case !exists(r):
+		fmt.Fprintf(e.stdout, "No such lock %s (no key and no waiter); nothing to do.\n", r.Name)
+		return false
+	case !r.Locked:
+		fmt.Fprintf(e.stdout, "%s is not locked; nothing to do.\n", r.Name)
+		return false
+	}
+	return true
+}
+
+// confirm asks the operator on the terminal.
+func confirm(name, held string, e env) error {
+	fmt.Fprintf(e.stderr, "Force-unlock %s held by %s? [y/N] ", name, held)
+	answer, _ := bufio.NewReader(e.stdin).ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+		return fmt.Errorf("not unlocked: %q was not confirmed", name)
+	}
+	return nil
+}
+
+// forceUnlockReport deletes lock r if the holders shown still hold it and
+// reports the outcome. The question may have taken a while: the holders
+// are checked and the lock deleted in one script. A fair lock's force
+// unlock wakes the head of its queue; the reentrant one publishes on the
+// lock channel.
+func forceUnlockReport(ctx context.Context, rdb redis.UniversalClient, r *inspect.Report, held string, e env) error {
 	c, err := rlock.NewClient(rdb)
 	if err != nil {
 		return err
@@ -112,24 +136,29 @@ func unlockCmd(ctx context.Context, args []string, e env) error {
 	}
 	switch outcome {
 	case 0:
-		fmt.Fprintf(e.stdout, "%s was released before the force-unlock; nothing deleted.\n", name)
+		fmt.Fprintf(e.stdout, "%s was released before the force-unlock; nothing deleted.\n", r.Name)
 		return nil
 	case -1:
-		now, err := inspect.Read(ctx, rdb, name, time.Now())
+		now, err := inspect.Read(ctx, rdb, r.Name, time.Now())
 		if err != nil {
-			return fmt.Errorf("not unlocked: %q changed hands meanwhile; run again", name)
+			return fmt.Errorf("not unlocked: %q changed hands meanwhile; run again", r.Name)
 		}
-		return fmt.Errorf("not unlocked: %q changed hands meanwhile (now held by %s); run again", name, describeHolders(now))
+		return fmt.Errorf("not unlocked: %q changed hands meanwhile (now held by %s); run again", r.Name, describeHolders(now))
 	}
-	fmt.Fprintf(e.stdout, "Force-unlocked %s (was held by %s).\n", name, held)
+	fmt.Fprintf(e.stdout, "Force-unlocked %s (was held by %s).\n", r.Name, held)
+	notes(r, e)
+	return nil
+}
+
+// notes tells what a force-unlock woke besides.
+func notes(r *inspect.Report, e env) {
 	if r.Mode != "" {
-		fmt.Fprintf(e.stderr, "note: %s is a Redisson read-write lock (was in %s mode); every waiter was woken. Waiting writers keep their places.\n", name, r.Mode)
+		fmt.Fprintf(e.stderr, "note: %s is a Redisson read-write lock (was in %s mode); every waiter was woken. Waiting writers keep their places.\n", r.Name, r.Mode)
 	}
 	if len(r.Queue) > 0 {
 		fmt.Fprintf(e.stderr, "note: %s has a fair queue of %s; the first live one was woken.\n",
-			name, plural(int64(len(r.Queue)), "waiter"))
+			r.Name, plural(int64(len(r.Queue)), "waiter"))
 	}
-	return nil
 }
 
 // forceUnlock deletes lock r if exactly fields hold it, with the script of
