@@ -365,6 +365,10 @@ func (l *Lock) confirmLateGrant(ctx context.Context, o *ownerState, lease time.D
 	held, err := l.renew(ctx, o, lease)
 	switch {
 	case err != nil:
+		if hp := o.holding.Load(); o.count > 0 && o.watch == nil && unknownOutcome(err) {
+			// The renewal may have set the lease of the holds there were.
+			l.leaseFailed(o, hp, false, hp.knownUntil(), sent, lease, true)
+		}
 		o.unsure = true // the grant may stand: give it back
 		l.settleNow(ctx, o)
 		return false, sent, fmt.Errorf("rlock: acquiring %q: checking a grant whose reply came late: %w", l.name, err)

@@ -43,7 +43,7 @@ type Client struct {
 	life      context.Context // cancelled by Close: ends the background settles (see settleSoon)
 	endLife   context.CancelFunc
 	closed    atomic.Bool
-	sendsOnce bool // go-redis sends a command once: a failure before the write proves it did not run
+	sendsOnce bool          // go-redis sends a command once: a failure before the write proves it did not run
 	handles   atomic.Uint64 // default owner IDs
 	requests  atomic.Uint64 // request IDs
 
