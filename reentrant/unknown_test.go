@@ -3,11 +3,14 @@ package reentrant_test
 import (
 	"context"
 	"errors"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/internal/core"
@@ -74,6 +77,58 @@ func TestFailedSetLeaseDoesNotOverstateUntil(t *testing.T) {
 				require.Eventually(t, func() bool { return errors.Is(l.Err(), rlock.ErrLockLost) }, 5*time.Second, time.Millisecond)
 			})
 		}
+	})
+}
+
+// With an owner per request, every call during an outage whose outcome was
+// unknown left an owner record that its one background settle (tried while
+// Redis was still away) never cleared: 20 calls, 20 records for ever.
+// Settling tries again until Redis answers, then the records go.
+func TestUnsureRecordsAreForgottenAfterOutage(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		name := redistest.Name(t)
+		proxy, viaProxy := b.NewProxiedClient(t, shortTimeouts)
+		c := clientOn(t, viaProxy, rlock.WithoutReplicaSync())
+		redistest.LoadScripts(t, viaProxy)
+		l := newLock(t, c, name)
+
+		proxy.Blackhole(true)
+		const calls = 20
+		var wg sync.WaitGroup
+		errs := make(chan error, calls)
+		for i := range calls {
+			wg.Go(func() {
+				errs <- l.TryLock(rlock.WithOwner(context.Background(), "request-"+strconv.Itoa(i)))
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.Error(t, err, "Redis was out of reach")
+		}
+		require.Equal(t, calls, core.Records(c), "each call's outcome is unknown until Redis answers")
+		proxy.Blackhole(false)
+		require.Eventually(t, func() bool { return core.Records(c) == 0 }, 10*time.Second, 10*time.Millisecond,
+			"%d owner records kept after Redis came back", core.Records(c))
+		n, err := b.NewClient(t).Exists(context.Background(), name).Result()
+		require.NoError(t, err)
+		require.Zero(t, n)
+	})
+}
+
+// Closing the client during an outage ends the settles still trying.
+func TestCloseEndsSettleRetries(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ignore := goleak.IgnoreCurrent()
+		t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // after every cleanup below
+		proxy, viaProxy := b.NewProxiedClient(t, shortTimeouts)
+		c, err := rlock.NewClient(viaProxy, rlock.WithoutReplicaSync())
+		require.NoError(t, err)
+		l := newLock(t, c, redistest.Name(t))
+		proxy.Blackhole(true)
+		require.Error(t, l.TryLock(context.Background()))
+		require.Equal(t, 1, core.Records(c))
+		require.NoError(t, c.Close())
 	})
 }
 

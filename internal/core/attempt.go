@@ -191,7 +191,7 @@ func (l *Lock) conclude(ctx context.Context, o *ownerState, at sentAttempt, rep 
 	}
 	switch {
 	case err != nil:
-		return outcome{}, l.acquireFailed(ctx, o, err, req.retrying && callerWaits(state))
+		return outcome{}, l.acquireFailed(ctx, o, err, lease, req.retrying && callerWaits(state))
 	case rep.kind == goneAtReentry:
 		return outcome{}, l.lostAtReentry(o, "was no longer held at re-entry")
 	case rep.kind == upgradeRefused:
@@ -230,7 +230,7 @@ func (l *Lock) prepare(ctx context.Context, o *ownerState, retrying bool) error 
 		// back any the server still has (a loss reported when the lease
 		// had certainly run out, by a reply that came later still).
 		o.setCount(0)
-		o.unsure = true
+		l.markUnsure(o, 0)
 	} else if o.unsure && o.resend && retrying {
 		// The previous attempt of this Lock call went unanswered and no
 		// other call of the owner came between: this one is its re-send,
@@ -331,9 +331,9 @@ func (c *Client) registration(req request) registration {
 // no reply came, the script may have run: the owner is still entitled to
 // the holds it had; the call is either sent again by its caller (resend)
 // or settled at once.
-func (l *Lock) acquireFailed(ctx context.Context, o *ownerState, err error, resend bool) error {
+func (l *Lock) acquireFailed(ctx context.Context, o *ownerState, err error, lease time.Duration, resend bool) error {
 	if unknownOutcome(err) {
-		o.unsure = true
+		l.markUnsure(o, lease)
 	}
 	if o.unsure { // this call's outcome, or that of the attempt it sent again, is unknown
 		o.resend = resend
@@ -369,7 +369,7 @@ func (l *Lock) confirmLateGrant(ctx context.Context, o *ownerState, lease time.D
 			// The renewal may have set the lease of the holds there were.
 			l.leaseFailed(o, hp, false, hp.knownUntil(), sent, lease, true)
 		}
-		o.unsure = true // the grant may stand: give it back
+		l.markUnsure(o, lease) // the grant may stand: give it back
 		l.settleNow(ctx, o)
 		return false, sent, fmt.Errorf("rlock: acquiring %q: checking a grant whose reply came late: %w", l.name, err)
 	case !held && o.count > 0:
