@@ -186,9 +186,12 @@ type sentAttempt struct {
 // held.
 func (l *Lock) conclude(ctx context.Context, o *ownerState, at sentAttempt, rep acquireReply, err error) (outcome, error) {
 	req, lease, sent, state := at.req, at.lease, at.sent, at.state
+	if err == nil && o.unsure && o.resend {
+		o.unsure, o.resend = false, false // the reply of a re-send (see prepare)
+	}
 	switch {
 	case err != nil:
-		return outcome{}, l.acquireFailed(ctx, o, err, req.retrying && callerWaits(state))
+		return outcome{}, l.acquireFailed(ctx, o, err, lease, req.retrying && callerWaits(state))
 	case rep.kind == goneAtReentry:
 		return outcome{}, l.lostAtReentry(o, "was no longer held at re-entry")
 	case rep.kind == upgradeRefused:
@@ -222,17 +225,18 @@ func (l *Lock) prepare(ctx context.Context, o *ownerState, retrying bool) error 
 	if ctx.Err() != nil {
 		return l.ctxErr(ctx)
 	}
-	if o.unsure && o.resend && retrying {
-		// The previous attempt of this Lock call went unanswered and no
-		// other call of the owner came between: this one is its re-send.
-		o.unsure, o.resend = false, false
-	}
 	if o.count > 0 && o.ended() {
 		// The owner was told its holds were lost: start afresh, giving
 		// back any the server still has (a loss reported when the lease
 		// had certainly run out, by a reply that came later still).
 		o.setCount(0)
-		o.unsure = true
+		l.markUnsure(o, 0)
+	} else if o.unsure && o.resend && retrying {
+		// The previous attempt of this Lock call went unanswered and no
+		// other call of the owner came between: this one is its re-send,
+		// and its reply settles both (see conclude). Until a reply comes
+		// the owner stays unsure: this attempt may fail before it is sent.
+		return nil
 	}
 	return l.settleLocked(ctx, o)
 }
@@ -322,13 +326,16 @@ func (c *Client) registration(req request) registration {
 	return registration{tag: c.tag, others: others > 0, unregistered: !listening, poll: c.maxPoll}
 }
 
-// acquireFailed handles an acquire script call that failed with err. When
+// acquireFailed handles an acquire script call that failed with err. A
+// failure before the script was sent is certain (see unknownOutcome). When
 // no reply came, the script may have run: the owner is still entitled to
 // the holds it had; the call is either sent again by its caller (resend)
 // or settled at once.
-func (l *Lock) acquireFailed(ctx context.Context, o *ownerState, err error, resend bool) error {
+func (l *Lock) acquireFailed(ctx context.Context, o *ownerState, err error, lease time.Duration, resend bool) error {
 	if unknownOutcome(err) {
-		o.unsure = true
+		l.markUnsure(o, lease)
+	}
+	if o.unsure { // this call's outcome, or that of the attempt it sent again, is unknown
 		o.resend = resend
 		if !resend {
 			l.settleNow(ctx, o)
@@ -358,7 +365,11 @@ func (l *Lock) confirmLateGrant(ctx context.Context, o *ownerState, lease time.D
 	held, err := l.renew(ctx, o, lease)
 	switch {
 	case err != nil:
-		o.unsure = true // the grant may stand: give it back
+		if hp := o.holding.Load(); o.count > 0 && o.watch == nil && unknownOutcome(err) {
+			// The renewal may have set the lease of the holds there were.
+			l.leaseFailed(o, hp, false, hp.knownUntil(), sent, lease, true)
+		}
+		l.markUnsure(o, lease) // the grant may stand: give it back
 		l.settleNow(ctx, o)
 		return false, sent, fmt.Errorf("rlock: acquiring %q: checking a grant whose reply came late: %w", l.name, err)
 	case !held && o.count > 0:

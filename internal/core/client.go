@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"reflect"
 	"strconv"
 	"strings"
@@ -39,7 +40,10 @@ type Client struct {
 	replay    time.Duration                        // lifetime of release latches
 	maxPoll   time.Duration                        // longest wait between attempts on a lock without expiry
 	closing   chan struct{}
+	life      context.Context // cancelled by Close: ends the background settles (see settleSoon)
+	endLife   context.CancelFunc
 	closed    atomic.Bool
+	sendsOnce bool          // go-redis sends a command once: a failure before the write proves it did not run
 	handles   atomic.Uint64 // default owner IDs
 	requests  atomic.Uint64 // request IDs
 
@@ -97,7 +101,11 @@ func NewClient(rdb base.Redis, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	life, endLife := context.WithCancel(context.Background())
 	c := &Client{
+		life:      life,
+		endLife:   endLife,
+		sendsOnce: sendsOnce(rdb),
 		rdb:       rdb,
 		pipeliner: pipeliner,
 		id:        cfg.ID,
@@ -348,6 +356,7 @@ func (c *Client) Close() error {
 		return nil
 	}
 	close(c.closing)
+	c.endLife()
 	c.bgMu.Lock()
 	c.bgClosed = true
 	c.bgMu.Unlock()
@@ -484,15 +493,15 @@ func (c *Client) run(ctx context.Context, s *redis.Script, keys []string, args .
 	sc, err := c.scripter()
 	if err != nil {
 		cmd := redis.NewCmd(ctx)
-		cmd.SetErr(err)
+		cmd.SetErr(notSent(err))
 		return cmd
 	}
-	cmd := s.Run(ctx, sc, keys, args...)
+	cmd := c.classify(s.Run(ctx, sc, keys, args...))
 	var r clusterRetry
 	for r.again(c, ctx, cmd.Err()) {
-		cmd = s.Run(ctx, sc, keys, args...)
+		cmd = c.classify(s.Run(ctx, sc, keys, args...))
 	}
-	return cmd
+	return r.final(cmd)
 }
 
 // tryAgainPauses are the pauses before running a script again after a
@@ -502,8 +511,25 @@ func (c *Client) run(ctx context.Context, s *redis.Script, keys []string, args .
 var tryAgainPauses = []time.Duration{20 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond,
 	200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond, 1500 * time.Millisecond}
 
-// clusterRetry counts the re-runs of one script call on a cluster.
-type clusterRetry struct{ conn, tryAgain int }
+// clusterRetry counts the re-runs of one script call on a cluster, and
+// remembers whether a run before the last may have run the script.
+type clusterRetry struct {
+	conn, tryAgain int
+	mayHaveRun     bool
+}
+
+// final returns cmd, the last run's, with a failure that proves that run
+// sent nothing made unknown again when an earlier run may have run the
+// script.
+func (r *clusterRetry) final(cmd *redis.Cmd) *redis.Cmd {
+	if r.mayHaveRun {
+		var ns *notSentError
+		if errors.As(cmd.Err(), &ns) {
+			cmd.SetErr(ns.err)
+		}
+	}
+	return cmd
+}
 
 // again reports whether to run a script again after err, pausing first:
 // after a connection error (see retryOnCluster), or a TRYAGAIN reply.
@@ -519,6 +545,7 @@ func (r *clusterRetry) again(c *Client, ctx context.Context, err error) bool {
 	default:
 		return false
 	}
+	r.mayHaveRun = r.mayHaveRun || !wasNotSent(err)
 	time.Sleep(pause)
 	return true
 }
@@ -560,13 +587,13 @@ func (c *Client) runAcquire(ctx context.Context, s *redis.Script, keys []string,
 	}
 	attempt := func() (*redis.Cmd, replsync.Result, error) {
 		cmd, res, err := c.sync.Run(ctx, s, keys, args...)
-		if cmd == nil {
+		if cmd == nil { // the syncer failed before sending the script
 			cmd = redis.NewCmd(ctx)
-			cmd.SetErr(err)
+			cmd.SetErr(notSent(err))
 			return cmd, res, nil
 		}
 		if cmd.Err() != nil {
-			return cmd, res, nil
+			return c.classify(cmd), res, nil
 		}
 		return cmd, res, err
 	}
@@ -575,7 +602,60 @@ func (c *Client) runAcquire(ctx context.Context, s *redis.Script, keys []string,
 	for r.again(c, ctx, cmd.Err()) {
 		cmd, res, err = attempt()
 	}
-	return cmd, res, err
+	return r.final(cmd), res, err
+}
+
+// notSentError is the failure of a script call that sent nothing: the
+// script did not run, so the call's outcome is known (see unknownOutcome).
+type notSentError struct{ err error }
+
+func (e *notSentError) Error() string { return e.err.Error() }
+func (e *notSentError) Unwrap() error { return e.err }
+
+// notSent marks err as the failure of a script call that sent nothing.
+func notSent(err error) error {
+	if err == nil || wasNotSent(err) {
+		return err
+	}
+	return &notSentError{err}
+}
+
+// wasNotSent reports whether err is the failure of a script call that
+// sent nothing.
+func wasNotSent(err error) bool {
+	var ns *notSentError
+	return errors.As(err, &ns)
+}
+
+// classify marks cmd's failure as one that sent nothing when it proves
+// it: go-redis failed to get a connection (a dial error, the pool's
+// timeout, a closed client) and sends a command only once, so no earlier
+// try can have been written. With retries, the failure of the last try
+// says nothing of the tries before it, and the outcome stays unknown.
+func (c *Client) classify(cmd *redis.Cmd) *redis.Cmd {
+	if err := cmd.Err(); c.sendsOnce && beforeWrite(err) {
+		cmd.SetErr(notSent(err))
+	}
+	return cmd
+}
+
+// beforeWrite reports whether err is a go-redis failure to get a
+// connection, which comes before anything is written on one.
+func beforeWrite(err error) bool {
+	if err == nil || isReply(err) {
+		return false
+	}
+	var op *net.OpError
+	return (errors.As(err, &op) && op.Op == "dial") || errors.Is(err, redis.ErrPoolTimeout) ||
+		errors.Is(err, redis.ErrPoolExhausted) || errors.Is(err, redis.ErrClosed)
+}
+
+// sendsOnce reports whether rdb is a go-redis client that sends a
+// command at most once (MaxRetries off; see classify).
+func sendsOnce(rdb base.Redis) bool {
+	sends, _, _, ok := replaySends(rdb)
+	_, plain := rdb.(interface{ Options() *redis.Options })
+	return ok && plain && sends == 1
 }
 
 func (c *Client) requestID() string {

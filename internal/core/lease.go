@@ -38,20 +38,22 @@ func (l *Lock) setLeaseLocked(ctx context.Context, o *ownerState, lease time.Dur
 		return fmt.Errorf("%w: %q", base.ErrNotHeld, l.name)
 	}
 	ttl := l.c.leaseOf(lease)
+	hp := o.holding.Load()
 	stopped := lease != base.WatchdogMode && o.watch != nil
 	if stopped {
 		// A renewal already on its way would run after this script and
 		// set the watchdog's lease again: stop renewal, let it land first.
 		o.watch.StopAndWait()
+	}
+	before := hp.knownUntil() // what protected the holds until now
+	if stopped {
 		o.watch = nil
 	}
 	sent := time.Now()
 	held, err := l.renew(ctx, o, ttl)
 	switch {
 	case err != nil:
-		if stopped { // the lease may be unchanged: keep renewing
-			o.watch = l.watch(o, o.holding.Load(), sent)
-		}
+		l.leaseFailed(o, hp, lease == base.WatchdogMode || stopped, before, sent, ttl, unknownOutcome(err))
 		return fmt.Errorf("rlock: setting the lease of %q: %w", l.name, err)
 	case !held:
 		o.setCount(0)
@@ -79,8 +81,34 @@ func (l *Lock) protect(o *ownerState, watchdogMode bool, sent time.Time, ttl tim
 		o.watch.Stop()
 		o.watch = nil
 	}
-	hp.until.Store(0)
-	l.expireAt(o, hp, sent.Add(ttl))
+	l.setExpiry(o, hp, sent.Add(ttl))
+}
+
+// leaseFailed handles a call that failed to set o's lease to ttl, sent at
+// sent, while before was the end of what protected the holds. Its script
+// may have run when unknown: the TTL is then either the old one or ttl
+// counted from some moment after sent, so the holds are known to last
+// only until the earlier of the two; otherwise they last until before.
+// With the watchdog asked for or renewing before, the watchdog renews
+// them, its lease counted to end then: a renewal that succeeds establishes
+// the truth, and without one the holding ends as lost then. Otherwise the
+// explicit lease ends then.
+func (l *Lock) leaseFailed(o *ownerState, hp *holding, watchdog bool, before, sent time.Time, ttl time.Duration, unknown bool) {
+	end := before
+	if unknown && sent.Add(ttl).Before(end) {
+		end = sent.Add(ttl)
+	}
+	if hp == nil || hp.ended() {
+		return
+	}
+	if watchdog {
+		if o.watch == nil {
+			hp.keepAlive()
+			o.watch = l.watch(o, hp, end.Add(-l.c.wd.LeaseDuration()))
+		}
+		return
+	}
+	l.setExpiry(o, hp, end)
 }
 
 // renew sets the TTL of o's holds to ttl and reports whether the owner
@@ -99,6 +127,12 @@ func (l *Lock) expireAt(o *ownerState, hp *holding, t time.Time) {
 	if t.UnixNano() <= hp.until.Load() {
 		return
 	}
+	l.setExpiry(o, hp, t)
+}
+
+// setExpiry makes t the end of hp's explicit lease, earlier or later than
+// before, and arranges for hp to end as lost then.
+func (l *Lock) setExpiry(o *ownerState, hp *holding, t time.Time) {
 	hp.expireAt(t, func() {
 		if time.Now().UnixNano() < hp.until.Load() {
 			return // moved on meanwhile; the timer was reset

@@ -28,13 +28,17 @@ type ownerState struct {
 	// count is the owner's holds as the owner is entitled to them: the
 	// server's count as of the last reply, or, after a call whose outcome
 	// is unknown (unsure), the count that call meant to leave.
-	count    int64
-	unsure   bool
-	settling bool          // settleNow is running
-	resend   bool          // unsure after an acquire that its Lock call sends again
-	lease    time.Duration // TTL restored by a release that leaves holds
-	latch    string        // the owner's latch key (see Lock.latchOf); "" until the first release
-	watch    *renewal.Lease
+	count  int64
+	unsure bool
+	// unsureUntil is when the unknown outcomes can no longer matter (see
+	// Lock.markUnsure); settler: a background settle runs (see settleSoon).
+	unsureUntil time.Time
+	settler     atomic.Bool
+	settling    bool          // settleNow is running
+	resend      bool          // unsure after an acquire that its Lock call sends again
+	lease       time.Duration // TTL restored by a release that leaves holds
+	latch       string        // the owner's latch key (see Lock.latchOf); "" until the first release
+	watch       *renewal.Lease
 
 	held    atomic.Bool             // count > 0, readable without sem
 	holding atomic.Pointer[holding] // the current (or last) holding

@@ -108,7 +108,7 @@ func (l *Lock) releaseLocked(ctx context.Context, o *ownerState) error {
 func (l *Lock) releaseFailed(ctx context.Context, o *ownerState, err error) error {
 	if unknownOutcome(err) {
 		o.setCount(o.count - 1)
-		o.unsure = true
+		l.markUnsure(o, 0)
 		l.settleNow(ctx, o)
 	}
 	if o.count <= 0 {
@@ -183,19 +183,91 @@ func (l *Lock) settleNow(ctx context.Context, o *ownerState) {
 	}
 }
 
+// Pauses between the background settle's tries (see settleSoon).
+const (
+	settlePause    = 50 * time.Millisecond
+	settlePauseMax = time.Second
+)
+
+// markUnsure records that a call of o's owner, which may have set a lease
+// of lease, has an unknown outcome. Its effect on the server can matter
+// until unsureUntil: a copy of the call may still arrive for the replay
+// window, and what it set lasts the longest lease involved. o's semaphore
+// must be held.
+func (l *Lock) markUnsure(o *ownerState, lease time.Duration) {
+	o.unsure = true
+	longest := max(lease, o.lease, l.c.wd.LeaseDuration())
+	if until := time.Now().Add(l.c.replay + longest); until.After(o.unsureUntil) {
+		o.unsureUntil = until
+	}
+}
+
 // settleSoon settles o in the background, so that a hold granted to a call
 // whose reply was lost is given back at once rather than at the owner's
-// next call. If it fails, the next call tries again.
+// next call. While Redis does not answer it tries again, with backoff,
+// until it learns the truth, or until the unknown call can no longer
+// matter (see settleOnce), or the client closes. One runs per owner.
 func (l *Lock) settleSoon(o *ownerState) {
+	if !o.settler.CompareAndSwap(false, true) {
+		return // one is running, and settles what this call left too
+	}
 	l.c.retain(o)
 	if !l.c.goBackground(func() {
 		defer l.c.putOwner(o)
-		_ = o.acquire(context.Background())
-		defer o.release()
-		_ = l.settleLocked(context.Background(), o)
+		l.settleUntilKnown(o)
 	}) {
+		o.settler.Store(false)
 		l.c.putOwner(o) // closing: the next call settles
 	}
+}
+
+// settleUntilKnown is settleSoon's loop.
+func (l *Lock) settleUntilKnown(o *ownerState) {
+	pause := settlePause
+	for {
+		if o.acquire(l.c.life) != nil {
+			return // closing
+		}
+		done, wait := l.settleOnce(o, pause)
+		if done {
+			o.settler.Store(false) // under the semaphore: a later settleSoon starts anew
+		}
+		o.release()
+		if done {
+			return
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-l.c.closing:
+			t.Stop()
+			return
+		}
+		pause = min(2*pause, settlePauseMax)
+	}
+}
+
+// settleOnce tries to settle o once, and reports whether nothing is left
+// to settle, or else how long to wait before trying again (at most pause).
+// An owner that holds nothing (or whose holding ended) needs no settle
+// once the unknown call can no longer matter: whatever it set on the
+// server has run out. o's semaphore must be held.
+func (l *Lock) settleOnce(o *ownerState, pause time.Duration) (bool, time.Duration) {
+	if !o.unsure {
+		return true, 0
+	}
+	idle := o.count == 0 || o.ended()
+	if idle && !time.Now().Before(o.unsureUntil) {
+		o.unsure, o.resend = false, false
+		return true, 0
+	}
+	if l.settleLocked(l.c.life, o) == nil {
+		return true, 0
+	}
+	if idle {
+		pause = min(pause, max(time.Until(o.unsureUntil), time.Millisecond))
+	}
+	return false, pause
 }
 
 // latchOf returns the latch of a fresh release request of o's owner: the

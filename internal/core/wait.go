@@ -383,7 +383,9 @@ func (ws *waitState) retryable(out outcome, err error) (outcome, error) {
 // an attempt whose reply was lost (which it would have sent again), a hold
 // that attempt may have taken is given back, in the background.
 func (ws *waitState) done(err error) error {
-	if err != nil && unknownOutcome(ws.last) {
+	if err != nil && ws.last != nil {
+		// The last attempt's outcome, or an earlier one's that it was
+		// to send again, may be unknown: settleSoon settles if so.
 		ws.l.settleSoon(ws.o)
 	}
 	return err
@@ -412,7 +414,8 @@ func transient(err error) bool {
 
 // unknownOutcome reports whether a script call that failed with err may
 // have run on the server: no reply was read (a reply that is an error
-// means the script did not complete its writes... or made none).
+// means the script did not complete its writes... or made none), and the
+// failure does not prove that nothing was sent (see notSentError).
 func unknownOutcome(err error) bool {
-	return err != nil && !isReply(err)
+	return err != nil && !isReply(err) && !wasNotSent(err)
 }
