@@ -91,3 +91,44 @@ func TestSetLeaseOnBusyNodeOutlivedByParkedRenewal(t *testing.T) {
 		require.NoError(t, newLock(t, newClient(t, b), name).TryLock(ctx), "another owner takes the lock")
 	})
 }
+
+// The same after Unlock and a re-acquisition with an explicit lease: Unlock
+// stops renewal without waiting for a round in flight, so a round parked
+// or in flight then renewed the new hold of the same owner with the
+// watchdog's lease. A renewal on its way when Unlock returns is waited for
+// before the same owner's next acquisition is sent.
+func TestReacquireWithLeaseOnBusyNodeOutlivedByRenewal(t *testing.T) {
+	const wdLease, interval, lease = 10 * time.Second, 200 * time.Millisecond, time.Second
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		bn := newBusyNode(t, name)
+		c := newClient(t, b, rlock.WithWatchdogLease(wdLease), rlock.WithWatchdogInterval(interval), bn.option())
+		l := newLock(t, c, name)
+		require.NoError(t, l.Lock(ctx))
+		<-bn.sent // the first round is in flight (not yet on the wire)
+		parked(t, c)
+		took := make(chan error, 1)
+		go func() {
+			if err := l.Unlock(ctx); err != nil {
+				took <- err
+				return
+			}
+			took <- l.LockLease(ctx, lease)
+		}()
+		select {
+		case err := <-took: // the round in flight was not waited for
+			require.NoError(t, err)
+			close(bn.next)
+		case bn.next <- struct{}{}: // it was: the round ends, Unlock and LockLease go on
+			require.NoError(t, <-took)
+			close(bn.next)
+		}
+
+		rdb := b.NewClient(t)
+		require.Eventually(t, func() bool { return rdb.Exists(ctx, name).Val() == 0 }, lease+2*time.Second, 10*time.Millisecond,
+			"the lock outlived its lease: PTTL %v (a renewal set the watchdog's lease again)", rdb.PTTL(ctx, name).Val())
+		require.ErrorIs(t, l.Err(), rlock.ErrLockLost)
+		require.NoError(t, newLock(t, newClient(t, b), name).TryLock(ctx), "another owner takes the lock")
+	})
+}
