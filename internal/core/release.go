@@ -136,6 +136,12 @@ func (l *Lock) released(o *ownerState, hp *holding, kind releaseKind, left int64
 		return nil
 	}
 	o.setCount(0)
+	if o.watch != nil {
+		// A renewal on its way would renew the owner's next hold of the
+		// lock with the watchdog's lease, over an explicit one: let it
+		// land before the owner can send anything else.
+		o.watch.StopAndWait()
+	}
 	o.stopRenewal(nil)
 	return nil
 }

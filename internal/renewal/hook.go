@@ -44,3 +44,32 @@ func (s *Scheduler) roundDone(r *round, renewed, notHeld, failed int) {
 		f(e)
 	}
 }
+
+// WithSendHook adds f, called on a node round's own goroutine just before
+// the round's requests are sent, with the node and the keys it renews (in
+// the order sent). f may block: the node's round stays in flight, so the
+// node counts as busy, until it returns (tests use it to hold a node busy
+// as a slow server would). f must not be nil.
+func WithSendHook(f func(node string, keys []string)) Option {
+	return func(s *Scheduler) error {
+		if f == nil {
+			return fmt.Errorf("%w: nil send hook", base.ErrInvalidArgument)
+		}
+		s.sendHooks = append(s.sendHooks, f)
+		return nil
+	}
+}
+
+// beforeSend calls the send hooks for r.
+func (s *Scheduler) beforeSend(r *round) {
+	if len(s.sendHooks) == 0 {
+		return
+	}
+	keys := make([]string, len(r.leases))
+	for i, l := range r.leases {
+		keys[i] = l.key
+	}
+	for _, f := range s.sendHooks {
+		f(r.node.id, keys)
+	}
+}

@@ -268,20 +268,32 @@ func (lp *loop) dispatch(leases []*Lease, t *tick, now time.Time) {
 	}
 }
 
-// start sends leases (each once) to n in a goroutine that reports the
-// outcome on lp.results.
+// start sends leases (each once, and only those still registered) to n in
+// a goroutine that reports the outcome on lp.results. Whether a lease is
+// still registered is checked, and its round counted in flight, under
+// s.mu, a chunk at a time: a lease stopped before that is not sent (leases
+// wait parked while the node is busy, and a tick's snapshot is taken before
+// grouping), and StopAndWait after it waits for the round.
 func (lp *loop) start(n *node, leases []*Lease, t *tick, now time.Time) {
 	s := lp.s
 	s.seq++
 	once := leases[:0]
-	for _, l := range leases {
-		if l.mark != s.seq {
-			l.mark = s.seq
-			once = append(once, l)
+	for lo := 0; lo < len(leases); lo += applyChunk {
+		s.mu.Lock()
+		for _, l := range leases[lo:min(lo+applyChunk, len(leases))] {
+			if l.pos >= 0 && l.mark != s.seq {
+				l.mark = s.seq
+				l.inflight.Add(1)
+				once = append(once, l)
+			}
 		}
+		s.mu.Unlock()
 	}
-	for _, l := range once {
-		l.inflight.Add(1)
+	if len(once) == 0 { // all stopped meanwhile
+		if t != nil {
+			lp.tickDone(t, now)
+		}
+		return
 	}
 	r := &round{node: n, target: n.target, leases: once, tick: t, started: now, deadline: now.Add(s.interval), eval: !n.scripted}
 	n.inFlight = r
@@ -292,6 +304,7 @@ func (lp *loop) start(n *node, leases []*Lease, t *tick, now time.Time) {
 		// go-redis may go on (retries) until the lease: a reply is of use
 		// until then, even after the loop stopped waiting for it.
 		ctx, cancel := context.WithDeadline(s.ctx, now.Add(s.lease))
+		s.beforeSend(r)
 		r.renew(ctx, s.batch, s.leaseArg)
 		r.latency = time.Since(r.sent)
 		cancel()

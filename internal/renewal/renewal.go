@@ -76,14 +76,15 @@ func WithLogger(l *slog.Logger) Option {
 // Scheduler renews the leases of a client's held locks. Create it with New;
 // it is safe for concurrent use.
 type Scheduler struct {
-	route    router
-	lease    time.Duration
-	leaseArg string // the lease in milliseconds, the script's argument
-	interval time.Duration
-	retry    time.Duration
-	batch    int
-	log      *slog.Logger
-	hooks    []func(Round) // see WithRoundHook
+	route     router
+	lease     time.Duration
+	leaseArg  string // the lease in milliseconds, the script's argument
+	interval  time.Duration
+	retry     time.Duration
+	batch     int
+	log       *slog.Logger
+	hooks     []func(Round)            // see WithRoundHook
+	sendHooks []func(string, []string) // see WithSendHook
 
 	ctx    context.Context // of every renewal; cancelled by Close
 	cancel context.CancelFunc
