@@ -91,7 +91,21 @@
 // renewal sets the hash's TTL to its lease even when shorter, so on a lock
 // shared with Java readers a Go reader's explicit longer lease can end
 // early (the hash expires); Redisson versions before 4.4.0 (PR #7098)
-// renew every holder's timeout keys, keeping dead Go readers alive.
+// renew every holder's timeout keys, keeping dead Go readers alive. Like
+// Redisson, rlock keeps the hash's TTL at the longest live read hold
+// (Redisson's writer waits for that TTL alone). A Go writer whose lease
+// runs out while its owner reads stops counting then for Go readers; Java
+// readers see it gone at the next rlock script on the lock. See
+// docs/redisson.md.
+//
+// # Leases of several holds
+//
+// An owner's read holds are one holding, as for the reentrant lock: Until
+// is the longest lease any of them asked for (or the watchdog's), and the
+// server keeps every one of them at least that long; SetLease sets the
+// lease of all of them. An owner's write hold keeps its own lease when the
+// owner also reads (a downgrade): when it runs out, the owner keeps its
+// reads and others may read.
 //
 // # Everything else
 //

@@ -11,30 +11,44 @@
 -- field is a read-write lock (see rw_common.lua). There, a reader's hold
 -- is renewed through its timeout keys (every hold 1..count still present;
 -- the reader is not held when none is) and the hash is only extended, as
--- other readers may need more; a writer's through the hash, whose TTL
--- stays at least the longest lease of the read holds beside it (the
--- writer's own, from a downgrade). Any other hash is a reentrant or fair
--- lock: its TTL becomes the lease.
+-- other readers may need more (a shorter lease fits it to the longest
+-- hold left); a writer's through the hash, whose TTL stays at least the
+-- longest lease of the read holds beside it (the writer's own, from a
+-- downgrade), and its until key; a writer whose lease ran out beside its
+-- owner's reads is dropped first (lapse_writer) and not held. Any other
+-- hash is a reentrant or fair lock: its TTL becomes the lease.
 
--- renew_read renews reader field's count holds on hash; false if none is
--- left.
-local function renew_read(hash, field, count, lease)
-  local alive = false
+-- renew_read renews reader field's count holds on hash, in mode; false if
+-- none is left. A lease shorter than the reader had (SetLease) fits the
+-- hash's TTL to the longest hold left (fit_ttl), as Redisson's writer
+-- looks only at that TTL; otherwise the hash is only extended.
+local function renew_read(hash, mode, field, count, lease)
+  local before = read_ttl(hash, field, count)
+  if before == 0 then
+    return false
+  end
   for n = 1, count do
-    if redis.call('PEXPIRE', timeout_key(hash, field, n), lease) == 1 then
-      alive = true
+    redis.call('PEXPIRE', timeout_key(hash, field, n), lease)
+  end
+  if tonumber(lease) < before then
+    fit_ttl(hash)
+  else
+    extend(hash, lease)
+    local wfield = mode == 'write' and writer_of(hash)
+    if wfield then
+      sync_until(hash, wfield)
     end
   end
-  if alive then
-    extend(hash, lease)
-  end
-  return alive
+  return true
 end
 
--- renew_write renews the write hold on hash.
-local function renew_write(hash, lease)
+-- renew_write renews the write hold wfield on hash: its lease ends lease
+-- ms from now (its until key, if any, says so), and the hash keeps its
+-- owner's reads beside it.
+local function renew_write(hash, wfield, lease)
   local _, longest = prune_readers(hash)
   set_ttl(hash, math.max(tonumber(lease), longest))
+  lease_writer(hash, wfield, lease, false)
 end
 
 local out = {}
@@ -42,15 +56,21 @@ for i = 1, #KEYS do
   local hash, field = KEYS[i], ARGV[i + 1]
   local ok, count = pcall(redis.call, 'HGET', hash, field)
   out[i] = 0
+  local mode = ok and count and redis.call('HGET', hash, 'mode')
+  if mode == 'write' then
+    mode = lapse_writer(hash)
+    if mode ~= 'write' then
+      count = redis.call('HGET', hash, field) -- the writer's lease ran out
+    end
+  end
   if ok and count then
-    local mode = redis.call('HGET', hash, 'mode')
     if not mode then
       redis.call('PEXPIRE', hash, ARGV[1])
       out[i] = 1
     elseif is_writer(field) then
-      renew_write(hash, ARGV[1])
+      renew_write(hash, field, ARGV[1])
       out[i] = 1
-    elseif renew_read(hash, field, tonumber(count) or 0, ARGV[1]) then
+    elseif renew_read(hash, mode, field, tonumber(count) or 0, ARGV[1]) then
       out[i] = 1
     end
   end

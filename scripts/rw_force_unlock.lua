@@ -13,7 +13,9 @@
 -- Reply:   1 if the lock was deleted, 0 if there was none, -1 if it is held
 --          in the other mode or by others than ARGV[5] (nothing changed).
 --
--- The readers' timeout keys go with the hash. Waiting writers stay
+-- The readers' timeout keys and the writer's until key go with the hash;
+-- a writer whose lease ran out beside its owner's reads is dropped first
+-- (lapse_writer), so the lock is then in read mode. Waiting writers stay
 -- registered: they still wait. The outcome is recorded in the latch and a
 -- re-sent request answers from it (see force_unlock.lua).
 local hash = KEYS[1]
@@ -22,13 +24,15 @@ if done then
   return tonumber(done)
 end
 local outcome = 0
+local mode = lapse_writer(hash)
 if redis.call('EXISTS', hash) == 1 then
   outcome = -1
-  local mode = redis.call('HGET', hash, 'mode')
   if (ARGV[3] == '' or ARGV[3] == mode) and (not ARGV[5] or holders_are(hash, ARGV[5])) then
     local all = redis.call('HGETALL', hash)
     for i = 1, #all, 2 do
-      if all[i] ~= 'mode' and not is_writer(all[i]) then
+      if is_writer(all[i]) then
+        redis.call('DEL', until_key(hash, all[i]))
+      elseif all[i] ~= 'mode' then
         for n = 1, tonumber(all[i + 1]) or 0 do
           redis.call('DEL', timeout_key(hash, all[i], n))
         end

@@ -14,7 +14,7 @@
 local left = redis.call('ZREM', KEYS[2], ARGV[1])
 if left == 1 then
   local writers = waiting_writers(KEYS[2], now_ms())
-  if writers == 0 and redis.call('HGET', KEYS[1], 'mode') ~= 'write' then
+  if writers == 0 and lapse_writer(KEYS[1]) ~= 'write' then
     notify(KEYS[3], ARGV[2], ARGV[3])
   end
 end

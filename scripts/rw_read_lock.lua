@@ -10,7 +10,8 @@
 --                         (read holds carry no fencing token: 0)
 --          {0, wait}      not acquired; wait = ms after which to try again
 --                         at the latest: the hash's PTTL when a writer holds
---                         the lock (-1: no expiry), or the ms until the
+--                         the lock (-1: no expiry; less when the write
+--                         lease ends earlier, see write_wait), or the ms until the
 --                         first waiting writer's entry runs out when
 --                         waiting writers keep new readers out
 --          {-1, 0}        the reader's holds are gone (ARGV[3] > 0 but
@@ -21,27 +22,40 @@
 -- read while writing, then release the write); a new reader when no writer
 -- holds the lock and no writer waits. A re-sent grant is recognised by the
 -- hold count (holds.lua) and creates its timeout key once.
+--
+-- The reader's holds form one holding: a re-entry gives every one of its
+-- timeout keys the longest of their leases and this one (hold_reader).
+-- The writer's own read (a downgrade) records the end of the write lease
+-- first (mark_writer): the write hold ends then, whatever the read keeps
+-- of the hash (lapse_writer).
 local hash, field, sent = KEYS[1], ARGV[2], tonumber(ARGV[3])
 
+local mode = lapse_writer(hash)
 local held = holds_of(hash, field)
 if held > 0 and read_ttl(hash, field, held) == 0 then
   redis.call('HDEL', hash, field) -- every hold ran out
   held = 0
 end
 if held > 0 then
+  if mode == 'write' then
+    mark_writer(hash, ARGV[4])
+  end
   local holds = reenter(hash, field, held, ARGV[3], ARGV[1])
-  redis.call('SET', timeout_key(hash, field, holds), 1, 'PX', ARGV[1])
+  extend(hash, hold_reader(hash, field, holds, ARGV[1]))
+  if mode == 'write' then
+    sync_until(hash, ARGV[4])
+  end
   return {1, holds, 0}
 end
 if sent > 0 then
   return {-1, 0}
 end
 
-local mode = redis.call('HGET', hash, 'mode')
 if mode == 'write' then
   if redis.call('HEXISTS', hash, ARGV[4]) == 0 then
-    return {0, redis.call('PTTL', hash)}
+    return {0, write_wait(hash)}
   end
+  mark_writer(hash, ARGV[4]) -- before the read makes the hash outlive the write
 elseif mode == 'read' or redis.call('EXISTS', hash) == 0 then
   local writers, first = waiting_writers(KEYS[2], now_ms())
   if writers > 0 then
@@ -59,4 +73,7 @@ else
   grant(hash, field, ARGV[1])
 end
 redis.call('SET', timeout_key(hash, field, 1), 1, 'PX', ARGV[1])
+if mode == 'write' then
+  sync_until(hash, ARGV[4])
+end
 return {1, 1, 0}

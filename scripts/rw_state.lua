@@ -14,7 +14,10 @@
 --          field_i   a holder's field (a writer's ends in ":write")
 --          holds_i   its hold count
 --          ttl_i     its remaining lease, ms: a reader's longest timeout
---                    key (-1: no expiry), a writer's the hash's PTTL
+--                    key (-1: no expiry), a writer's the hash's PTTL, or
+--                    its until key's time left when it has one (a writer
+--                    whose lease ran out beside its owner's reads is left
+--                    out, and the mode is then what lapse_writer leaves)
 --          m         how many live waiting writers follow
 --          writer_j  a waiting writer's field, deadline_j the epoch ms
 --                    until which it counts as waiting
@@ -23,13 +26,26 @@ local now = now_ms()
 local mode = redis.call('HGET', hash, 'mode') or ''
 local pttl = redis.call('PTTL', hash)
 local holders = {}
+local lapsed = false -- the writer's lease ran out beside its owner's reads
+if mode == 'write' then
+  local wfield = writer_of(hash)
+  local ends = wfield and writer_until(hash, wfield)
+  lapsed = ends ~= nil and ends <= now
+end
 if mode ~= '' then
   local all = redis.call('HGETALL', hash)
   for i = 1, #all, 2 do
     local field, count = all[i], tonumber(all[i + 1]) or 0
     if field ~= 'mode' then
       local ttl = pttl
-      if not is_writer(field) then
+      if is_writer(field) then
+        local ends = writer_until(hash, field)
+        if lapsed then
+          ttl = 0
+        elseif ends then
+          ttl = ends - now
+        end
+      else
         ttl = read_ttl(hash, field, count)
         if ttl >= forever then
           ttl = -1
@@ -40,6 +56,9 @@ if mode ~= '' then
       end
     end
   end
+end
+if lapsed then
+  mode = #holders > 0 and 'read' or '' -- as lapse_writer would leave it
 end
 local out = {now, mode, pttl, #holders}
 for _, h in ipairs(holders) do

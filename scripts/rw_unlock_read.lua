@@ -17,30 +17,30 @@
 --                      out); nothing changed but the pruning of its field
 --
 -- Releasing hold n deletes its timeout key n (the client's count is the
--- index of its newest hold). Wake-ups: only the release that leaves the
+-- index of its newest hold); the holds left keep the reader's longest
+-- lease, at least ARGV[1] (hold_reader: one holding, as the client counts
+-- it). Wake-ups: only the release that leaves the
 -- lock with no holder at all publishes (a writer can now take it); while
 -- other readers remain, or while the reader's own write hold remains (a
--- downgrade in progress), nobody could get in, so nobody is woken. When
--- readers remain, the hash's TTL becomes the longest of their leases, as
--- Redisson does. Replays: see unlock.lua.
+-- downgrade in progress), nobody could get in, so nobody is woken. Every
+-- release leaves the hash's TTL at the longest hold left (fit_ttl), as
+-- Redisson's last read release does: Redisson's writer looks only at that
+-- TTL. Replays: see unlock.lua.
 local hash, field = KEYS[1], ARGV[2]
 
 -- last_left ends the lock when no live holder remains, else fits the
 -- hash's TTL to the remaining readers (read mode only: in write mode the
 -- TTL is the writer's lease). It reports whether the lock ended.
 local function last_left()
-  local holders, longest = prune_readers(hash)
-  if holders == 0 then
+  if fit_ttl(hash) == 0 then
     redis.call('DEL', hash)
     notify(KEYS[2], ARGV[4], ARGV[6])
     return true
   end
-  if redis.call('HGET', hash, 'mode') == 'read' then
-    set_ttl(hash, longest)
-  end
   return false
 end
 
+lapse_writer(hash)
 local held = holds_of(hash, field)
 if held > 0 and read_ttl(hash, field, held) == 0 then
   redis.call('HDEL', hash, field) -- every hold ran out: not held
@@ -51,6 +51,8 @@ local reply = release(hash, field, ARGV[3], ARGV[1], KEYS[3], ARGV[7])
 if reply then
   if reply[1] == 0 then
     redis.call('DEL', timeout_key(hash, field, ARGV[3]))
+    hold_reader(hash, field, reply[2], ARGV[1])
+    fit_ttl(hash)
   end
   return reply
 end

@@ -18,15 +18,21 @@
 -- the owner still holds read holds (a downgrade), it becomes a read lock
 -- whose TTL is those holds' longest lease. Either way readers can now get
 -- in, so the release wakes every waiter (readers, and writers, which
--- learn the new state or register as waiting writers). Replays: see
--- unlock.lua.
+-- learn the new state or register as waiting writers). A writer whose
+-- lease ran out while its owner reads (see lapse_writer) holds nothing
+-- here. Replays: see unlock.lua.
 local hash, field = KEYS[1], ARGV[2]
 
+lapse_writer(hash)
 local reply = release(hash, field, ARGV[3], ARGV[1], KEYS[3], ARGV[7])
 if reply then
+  if reply[1] == 0 then
+    lease_writer(hash, field, ARGV[1], true)
+  end
   return reply
 end
 redis.call('HDEL', hash, field)
+redis.call('DEL', until_key(hash, field))
 local holders, longest = prune_readers(hash)
 if holders == 0 then
   redis.call('DEL', hash)

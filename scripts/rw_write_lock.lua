@@ -15,7 +15,8 @@
 --          readers are in the way; "0" for a one-shot try that never does
 -- Reply:   {1, holds, token}  acquired (as lock.lua)
 --          {0, pttl}          not acquired; pttl = the hash's PTTL (-1: no
---                             expiry)
+--                             expiry), or less when a writer's lease
+--                             ends earlier (see write_wait)
 --          {-1, 0}            the writer's holds are gone (as lock.lua)
 --          {-2, 0}            refused: the owner holds the read lock; a
 --                             reader asking for the write lock would wait
@@ -28,17 +29,22 @@
 -- A writer blocked by another writer does not register: at that writer's
 -- release, waiting readers and writers compete as equals, so neither side
 -- starves the other.
+--
+-- A writer whose lease ran out while its owner reads is dropped first
+-- (lapse_writer); a re-entry moves the end of the lease on (lease_writer).
 local hash, field, sent = KEYS[1], ARGV[2], tonumber(ARGV[3])
 
+local mode = lapse_writer(hash)
 local held = holds_of(hash, field)
 if held > 0 then
-  return {1, reenter(hash, field, held, ARGV[3], ARGV[1]), fencing_token(KEYS[2], ARGV[4], false)}
+  local holds = reenter(hash, field, held, ARGV[3], ARGV[1])
+  lease_writer(hash, field, ARGV[1], true)
+  return {1, holds, fencing_token(KEYS[2], ARGV[4], false)}
 end
 if sent > 0 then
   return {-1, 0}
 end
 
-local mode = redis.call('HGET', hash, 'mode')
 local free = redis.call('EXISTS', hash) == 0
 if mode == 'read' then
   local reads = holds_of(hash, ARGV[5])
@@ -56,6 +62,7 @@ if free then
   redis.call('ZREM', KEYS[3], field)
   redis.call('HSET', hash, 'mode', 'write')
   grant(hash, field, ARGV[1])
+  redis.call('DEL', until_key(hash, field)) -- a record left by a lock deleted meanwhile
   return {1, 1, fencing_token(KEYS[2], ARGV[4], true)}
 end
 
@@ -64,5 +71,8 @@ if ARGV[7] == '1' and (mode == 'read' or redis.call('ZSCORE', KEYS[3], field)) t
   redis.call('ZADD', KEYS[3], now + timeout, field)
   -- Every entry's time is at most now + timeout: the set goes with the last.
   redis.call('PEXPIRE', KEYS[3], timeout)
+end
+if mode == 'write' then
+  return {0, write_wait(hash)}
 end
 return {0, redis.call('PTTL', hash)}

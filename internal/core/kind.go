@@ -284,8 +284,9 @@ func (k *readKind) waitPlan(string) waitPlan {
 func (k *readKind) leave(_, _ string) (scriptCall, bool) { return scriptCall{}, false }
 
 // holds is the call that reads field's live hold count: a reader whose
-// timeout keys all ran out holds nothing, whatever its field says.
-func (k *readKind) holds(field string) scriptCall {
+// timeout keys all ran out, or a writer whose lease ran out beside its
+// owner's reads, holds nothing, whatever its field says.
+func (k *rwLock) holds(field string) scriptCall {
 	return scriptCall{lua.RWHolds, []string{k.name}, []any{field}}
 }
 
