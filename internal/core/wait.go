@@ -271,12 +271,17 @@ func (l *Lock) look(ctx context.Context) (ttl time.Duration, held bool, err erro
 
 // retry is a waiting call's next attempt. A wake-up whose attempt fails is
 // passed on to the channel's next waiter, so a failure never swallows a
-// release meant for someone.
+// release meant for someone; and a read-write lock's reader refused
+// because waiting writers keep it out of a free lock wakes a writer of
+// the client (if one waits without a wake-up pending), which can take it.
 func (l *Lock) retry(ctx context.Context, w *waiters.Waiter, ws *waitState, woken bool) (outcome, error) {
 	ws.woken = woken
 	out, err := l.attempt(ctx, ws.o, ws.req)
-	if woken && err != nil {
+	switch {
+	case woken && err != nil:
 		w.PassOn()
+	case err == nil && out.forWriter:
+		w.PassOnToPreferred()
 	}
 	out, err = ws.retryable(out, err)
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

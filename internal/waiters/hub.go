@@ -616,7 +616,7 @@ func (h *Hub) message(channel, payload string, from int) {
 		}
 		return
 	}
-	w := t.wakeFirst()
+	w := t.wakeFirst(nil)
 	if w == nil {
 		w = t.wakeOne(nil)
 	}
@@ -732,11 +732,11 @@ func (h *Hub) Waiting(channel string) (n int, listening bool) {
 	return 0, false
 }
 
-// wakeFirst signals the longest-waiting preferred waiter that has no
-// signal pending, and returns it (nil if there was none).
-func (t *topic) wakeFirst() *Waiter {
+// wakeFirst signals the longest-waiting preferred waiter other than skip
+// that has no signal pending, and returns it (nil if there was none).
+func (t *topic) wakeFirst(skip *Waiter) *Waiter {
 	for _, w := range t.waiters {
-		if w.first && w.signal() {
+		if w != skip && w.first && w.signal() {
 			return w
 		}
 	}
@@ -806,9 +806,10 @@ func (w *Waiter) ReleasedSince() bool {
 }
 
 // PassOn hands a wake-up the waiter received but could not use (the
-// attempt it started failed) to the channel's next waiter, or, with none,
-// to whoever joins next; a designation with nobody else here to take it
-// goes to other clients (see SetDesignation). It never waits for I/O.
+// attempt it started failed) to the channel's next waiter, a preferred
+// one first (see Prefer), or, with none, to whoever joins next; a
+// designation with nobody else here to take it goes to other clients (see
+// SetDesignation). It never waits for I/O.
 func (w *Waiter) PassOn() {
 	h := w.hub
 	h.mu.Lock()
@@ -816,14 +817,32 @@ func (w *Waiter) PassOn() {
 	h.handOnLocked(w, false)
 }
 
+// PassOnToPreferred hands a wake-up the waiter used without a grant to
+// the longest-waiting preferred waiter of its channel (see Prefer) that
+// has no wake-up pending, if there is one: a read-write lock's reader
+// refused because writers wait for a free lock gives its wake-up to a
+// writer of its client, which can take the lock. (Never to a waiter that
+// is not preferred, which would be refused as this one was.) It reports
+// whether a waiter was woken, and never waits for I/O.
+func (w *Waiter) PassOnToPreferred() bool {
+	h := w.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return w.topic.wakeFirst(w) != nil
+}
+
 // handOnLocked passes w's unused wake-up to the next waiter of its
-// channel, or marks the channel missed; an unused designation goes to
-// other clients (drop: w has left and was the client's last waiter
-// there). h.mu must be held.
+// channel, a preferred one first, or marks the channel missed; an unused
+// designation goes to other clients (drop: w has left and was the
+// client's last waiter there). h.mu must be held.
 func (h *Hub) handOnLocked(w *Waiter, drop bool) {
 	d := w.designated
 	w.designated = undesignated
-	if next := w.topic.wakeOne(w); next != nil {
+	next := w.topic.wakeFirst(w)
+	if next == nil {
+		next = w.topic.wakeOne(w)
+	}
+	if next != nil {
 		next.designated = d
 		next.firstTag, next.from, next.seen = w.firstTag, w.from, w.seen
 		return
