@@ -206,18 +206,19 @@ func (s *herdSetup) releaseWakesB(t *testing.T, why string) {
 	}
 }
 
-// A designated client that crashed (closed without cleanup) still counts
-// as live until its registration lapses: the release designates a second
-// client, which wakes its waiter. That waiter finds the lock free, and
-// takes the crashed client off the registry: a registration that is never
-// renewed is the oldest, so every release would name the crashed client
-// first until it lapses.
+// A designated client that crashed (cut off without Close, which would
+// unregister it) still counts as live until its registration lapses: the
+// release designates a second client, which wakes its waiter. That waiter
+// finds the lock free, and takes the crashed client off the registry: a
+// registration that is never renewed is the oldest, so every release would
+// name the crashed client first until it lapses.
 func TestHerdCrashedDesignatedClientDoesNotStall(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		s := newHerdSetup(t, b)
-		crashed := s.waiter(t, b, false)
-		require.NoError(t, crashed.c.Close()) // no unregistering: as a crash
-		require.ErrorIs(t, <-crashed.done, rlock.ErrClosed)
+		proxy, rdb := b.NewProxiedClient(t)
+		crashed := s.waiterOn(t, rdb, false)
+		proxy.Blackhole(true) // as a crash
+		t.Cleanup(func() { proxy.Blackhole(false); proxy.ResetAll() })
 		tag := waiters.Tag(crashed.c.ID())
 		require.True(t, s.registered(t, tag))
 		s.first(t, tag)
@@ -477,5 +478,38 @@ func TestHerdResubscriptionEndsTheSecondDesigneesWait(t *testing.T) {
 		case <-time.After(15 * time.Second):
 			t.Fatal("the resubscription did not end the second designee's wait")
 		}
+	})
+}
+
+// releaseWakesBWithin is releaseWakesB with the bound d.
+func (s *herdSetup) releaseWakesBWithin(t *testing.T, d time.Duration, why string) {
+	require.NoError(t, s.holder.Unlock(context.Background()))
+	select {
+	case err := <-s.b.done:
+		require.NoError(t, err, why)
+	case <-time.After(d):
+		t.Fatal(why)
+	}
+}
+
+// Regression: Client.Close left its client's registrations, and a release
+// designates the two least recently registered clients, so with two
+// closed clients named, every other client dropped the release's "0" and
+// the live waiter slept until its poll (the holder's minute) with the lock
+// free. Close now takes its client's registrations out.
+func TestHerdClosedDesigneesDoNotStall(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		s := newHerdSetup(t, b)
+		x, y := s.waiter(t, b, false), s.waiter(t, b, false)
+		tags := []string{waiters.Tag(x.c.ID()), waiters.Tag(y.c.ID())}
+		s.first(t, tags...)
+		for _, w := range []*herdWaiter{x, y} {
+			require.NoError(t, w.c.Close())
+			require.ErrorIs(t, <-w.done, rlock.ErrClosed)
+		}
+		for _, tag := range tags {
+			assert.False(t, s.registered(t, tag), "Close left the registration of %s", tag)
+		}
+		s.releaseWakesBWithin(t, 10*time.Second, "two closed designated clients left the release waking nobody")
 	})
 }

@@ -925,6 +925,22 @@ func (h *Hub) dropLocked(t *topic) {
 	h.queueLocked(op{kind: opUnsubscribe, c: c, channel: t.channel})
 }
 
+// Registered returns the channels whose waiters register the client with
+// their lock (see Waiter.Registers) and that the hub still has, with
+// waiters or lingering; also after Close, so that a closing client can
+// unregister.
+func (h *Hub) Registered() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for ch, t := range h.topics {
+		if t.registers {
+			out = append(out, ch)
+		}
+	}
+	return out
+}
+
 // Stats describes the hub's state, for tests and operators.
 type Stats struct {
 	Connections int // open pub/sub connections, classic and sharded
