@@ -38,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -158,7 +159,21 @@ const (
 	designatedOther
 	designatedMe
 	designatedMeSecond
+	// designatedFallback: a waiter woken because a release designated
+	// other clients and none of them acted within fallbackDelay (see
+	// armFallbackLocked); like designatedMeSecond, but never passed on to
+	// other clients.
+	designatedFallback
 )
+
+// fallbackDelay is how long after a designated unlock message for other
+// clients a hub with waiters waits for evidence that a designee acted (a
+// later unlock message) before one of its waiters looks at the lock (see
+// Waiter.Covering); a random part up to as much again is added, so that
+// the hubs of many clients do not look at once. Longer than the second
+// designee's grace plus its look and attempt, so that a second designee
+// covering for the first has taken the lock by then.
+const fallbackDelay = 300 * time.Millisecond
 
 // mine reports whether d designates this hub's client.
 func (d designation) mine() bool { return d == designatedMe || d == designatedMeSecond }
@@ -223,7 +238,13 @@ type topic struct {
 	// (when it names another client first), and releases counts the unlock
 	// messages heard; both by fromClassic, fromShard, as heard.
 	firstOf  [2]string
+	secondOf [2]string // the other client named second, with firstOf
 	releases [2]uint64
+	// fallback checks, fallbackDelay after an unlock message for other
+	// clients, that one of them acted (see armFallbackLocked); fbGen tells
+	// a stale timer from the current one.
+	fallback *time.Timer
+	fbGen    uint64
 	// registers: the client's waiters here register it with the lock (see
 	// Waiter.Registers), so dropping the topic unregisters it.
 	registers bool
@@ -247,6 +268,7 @@ type Waiter struct {
 	// many the topic had counted then (see ReleasedSince).
 	designated designation
 	firstTag   string
+	secondTag  string // designatedFallback: the other client named second
 	from       int
 	seen       uint64
 }
@@ -562,7 +584,7 @@ func (h *Hub) confirmLocked(t *topic) {
 	t.confirmed = (t.c == nil || t.cOK) && (!t.wantShard || t.sOK)
 	for _, w := range t.waiters {
 		w.signal()
-		if w.designated == designatedMeSecond { // retry, not wait for the first designee
+		if w.designated == designatedMeSecond || w.designated == designatedFallback { // retry, not wait for the designees
 			w.designated = undesignated
 		}
 	}
@@ -601,7 +623,10 @@ func (h *Hub) message(channel, payload string, from int) {
 	t.heard[from] = undesignated
 	t.releases[from]++
 	if heard == designatedOther {
-		return // another client wakes a waiter
+		if len(t.waiters) > 0 {
+			h.armFallbackLocked(t, from) // another client wakes a waiter, unless it is gone
+		}
+		return
 	}
 	if len(t.waiters) == 0 {
 		t.missed = true
@@ -641,10 +666,45 @@ func (h *Hub) designatedLocked(t *topic, channel, tag string, from int) {
 		t.heard[from] = designatedMe
 	case t != nil && !t.heard[from].mine():
 		if t.heard[from] == undesignated {
-			t.firstOf[from] = tag
+			t.firstOf[from], t.secondOf[from] = tag, ""
+		} else if t.secondOf[from] == "" {
+			t.secondOf[from] = tag
 		}
 		t.heard[from] = designatedOther
 	}
+}
+
+// armFallbackLocked makes sure that an unlock message t's hub dropped,
+// designated for other clients, is not lost when those clients are gone
+// (crashed, cut off): if no later unlock message comes on the same
+// connection within fallbackDelay (and a random part), one of t's waiters
+// is woken to cover for the designees (see Waiter.Covering): it looks at
+// the lock, and only if it is free takes them off the registry and tries.
+// So a release never depends on its designees being alive; it costs a
+// look per client with waiters only when the lock is held longer than
+// the delay. h.mu must be held.
+func (h *Hub) armFallbackLocked(t *topic, from int) {
+	if t.fallback != nil {
+		t.fallback.Stop()
+	}
+	t.fbGen++
+	gen, seen := t.fbGen, t.releases[from]
+	first, second := t.firstOf[from], t.secondOf[from]
+	delay := fallbackDelay + rand.N(fallbackDelay)
+	t.fallback = time.AfterFunc(delay, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.closed || h.topics[t.channel] != t || t.fbGen != gen || t.releases[from] != seen || len(t.waiters) == 0 {
+			return
+		}
+		t.fallback = nil
+		w := t.wakeOne(nil)
+		if w == nil { // every waiter is about to try already
+			return
+		}
+		w.designated = designatedFallback
+		w.firstTag, w.secondTag, w.from, w.seen = first, second, from, seen
+	})
 }
 
 // passOnLocked asks the client to pass a designation on channel on to
@@ -796,6 +856,39 @@ func (w *Waiter) FirstDesignee() string {
 	return w.firstTag
 }
 
+// Covering reports whether the waiter's last wake-up asks it to cover for
+// designees that may be gone: its client was designated second (see
+// Second), or a release designated other clients and no later one came
+// within fallbackDelay (see armFallbackLocked). Such a waiter looks at
+// the lock before it tries, and tries only if the lock is free.
+func (w *Waiter) Covering() bool {
+	w.hub.mu.Lock()
+	defer w.hub.mu.Unlock()
+	return w.designated == designatedMeSecond || w.designated == designatedFallback
+}
+
+// Designees returns the tags of the other clients a covering waiter (see
+// Covering) covers for: those to take off the registry when the lock is
+// found free. Nil after any other wake-up.
+func (w *Waiter) Designees() []string {
+	w.hub.mu.Lock()
+	defer w.hub.mu.Unlock()
+	var tags []string
+	switch w.designated {
+	case designatedMeSecond:
+		tags = []string{w.firstTag}
+	case designatedFallback:
+		tags = []string{w.firstTag, w.secondTag}
+	}
+	out := tags[:0]
+	for _, tag := range tags {
+		if tag != "" {
+			out = append(out, tag)
+		}
+	}
+	return out
+}
+
 // ReleasedSince reports whether the hub has heard an unlock message on
 // the waiter's channel, on the connection whose message last woke it,
 // since that message: the lock was taken and released again meanwhile.
@@ -844,7 +937,7 @@ func (h *Hub) handOnLocked(w *Waiter, drop bool) {
 	}
 	if next != nil {
 		next.designated = d
-		next.firstTag, next.from, next.seen = w.firstTag, w.from, w.seen
+		next.firstTag, next.secondTag, next.from, next.seen = w.firstTag, w.secondTag, w.from, w.seen
 		return
 	}
 	w.topic.missed = true
@@ -978,6 +1071,9 @@ func (h *Hub) Close() {
 	for _, t := range h.topics {
 		if t.idle != nil {
 			t.idle.Stop()
+		}
+		if t.fallback != nil {
+			t.fallback.Stop()
 		}
 	}
 	open := h.open
