@@ -21,7 +21,10 @@
 // two designated clients is there in case the first is gone: its woken
 // waiter is told so (see Waiter.Second), and can tell whether a later
 // release came (see Waiter.ReleasedSince) and whom the release named first
-// (see Waiter.FirstDesignee).
+// (see Waiter.FirstDesignee). No release depends on its designees being
+// alive: a hub that drops a "0" designated for others arms a fallback, and
+// without a later release one of its waiters covers for the designees
+// (see Waiter.Covering).
 //
 // On a Redis Cluster the hub can also listen with sharded pub/sub
 // (SSUBSCRIBE, Redis 7+), which Redis keeps apart from classic pub/sub
