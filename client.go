@@ -340,7 +340,9 @@ func (c *Client) ReplicaSync() (time.Duration, bool) { return c.c.ReplicaSync() 
 // when its lease runs out, unless its owner still calls Unlock, which
 // works after Close (as do ForceUnlock and the queries) as long as the
 // go-redis client is open: close the rlock client first, then the go-redis
-// client. Lock, TryLock and SetLease return ErrClosed. Close sends nothing
-// itself and does not close the go-redis client (fair-lock waiters leaving
-// their queue may still use it briefly). It is idempotent and returns nil.
+// client. Lock, TryLock and SetLease return ErrClosed. Close takes the
+// client off the waiter registries of the reentrant locks it was waiting
+// for (one script call per lock, each given up after a second), so that no
+// release asks it to wake a waiter; it does not close the go-redis client
+// (fair-lock waiters leaving their queue may still use it briefly). It is idempotent and returns nil.
 func (c *Client) Close() error { return c.c.Close() }

@@ -3,6 +3,7 @@ package reentrant_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -206,18 +207,19 @@ func (s *herdSetup) releaseWakesB(t *testing.T, why string) {
 	}
 }
 
-// A designated client that crashed (closed without cleanup) still counts
-// as live until its registration lapses: the release designates a second
-// client, which wakes its waiter. That waiter finds the lock free, and
-// takes the crashed client off the registry: a registration that is never
-// renewed is the oldest, so every release would name the crashed client
-// first until it lapses.
+// A designated client that crashed (cut off without Close, which would
+// unregister it) still counts as live until its registration lapses: the
+// release designates a second client, which wakes its waiter. That waiter
+// finds the lock free, and takes the crashed client off the registry: a
+// registration that is never renewed is the oldest, so every release would
+// name the crashed client first until it lapses.
 func TestHerdCrashedDesignatedClientDoesNotStall(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		s := newHerdSetup(t, b)
-		crashed := s.waiter(t, b, false)
-		require.NoError(t, crashed.c.Close()) // no unregistering: as a crash
-		require.ErrorIs(t, <-crashed.done, rlock.ErrClosed)
+		proxy, rdb := b.NewProxiedClient(t)
+		crashed := s.waiterOn(t, rdb, false)
+		proxy.Blackhole(true) // as a crash
+		t.Cleanup(func() { proxy.Blackhole(false); proxy.ResetAll() })
 		tag := waiters.Tag(crashed.c.ID())
 		require.True(t, s.registered(t, tag))
 		s.first(t, tag)
@@ -477,5 +479,123 @@ func TestHerdResubscriptionEndsTheSecondDesigneesWait(t *testing.T) {
 		case <-time.After(15 * time.Second):
 			t.Fatal("the resubscription did not end the second designee's wait")
 		}
+	})
+}
+
+// releaseWakesBWithin is releaseWakesB with the bound d.
+func (s *herdSetup) releaseWakesBWithin(t *testing.T, d time.Duration, why string) {
+	require.NoError(t, s.holder.Unlock(context.Background()))
+	select {
+	case err := <-s.b.done:
+		require.NoError(t, err, why)
+	case <-time.After(d):
+		t.Fatal(why)
+	}
+}
+
+// Regression: Client.Close left its client's registrations, and a release
+// designates the two least recently registered clients, so with two
+// closed clients named, every other client dropped the release's "0" and
+// the live waiter slept until its poll (the holder's minute) with the lock
+// free. Close now takes its client's registrations out.
+func TestHerdClosedDesigneesDoNotStall(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		s := newHerdSetup(t, b)
+		x, y := s.waiter(t, b, false), s.waiter(t, b, false)
+		tags := []string{waiters.Tag(x.c.ID()), waiters.Tag(y.c.ID())}
+		s.first(t, tags...)
+		for _, w := range []*herdWaiter{x, y} {
+			require.NoError(t, w.c.Close())
+			require.ErrorIs(t, <-w.done, rlock.ErrClosed)
+		}
+		for _, tag := range tags {
+			assert.False(t, s.registered(t, tag), "Close left the registration of %s", tag)
+		}
+		s.releaseWakesBWithin(t, 10*time.Second, "two closed designated clients left the release waking nobody")
+	})
+}
+
+// Regression: a release depended on one of its two designees being alive.
+// Two clients that are gone without unregistering (crashed: tags nobody
+// has) named first, every other client dropped the release's "0", and
+// the live waiter slept until its poll (the holder's minute) with the lock
+// free. A client that drops a designated "0" now checks, a moment later,
+// that the designees acted (a later release, or a held lock), and takes
+// them off the registry and tries if they did not.
+func TestHerdGoneDesigneesDoNotStall(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		s := newHerdSetup(t, b)
+		tags := []string{waiters.Tag("gone-" + s.name), waiters.Tag("gone2-" + s.name)}
+		s.first(t, tags...)
+		s.releaseWakesBWithin(t, 10*time.Second, "two gone designated clients left the release waking nobody")
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			require.False(c, s.registered(c, tags[0]) || s.registered(c, tags[1]))
+		}, 10*time.Second, time.Millisecond, "the gone clients are still registered, to be named first again")
+	})
+}
+
+// As TestHerdGoneDesigneesDoNotStall, with real clients whose connections
+// are blackholed (cut off without Close) as the designees.
+func TestHerdCutOffDesigneesDoNotStall(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		s := newHerdSetup(t, b)
+		var tags []string
+		for range 2 {
+			proxy, rdb := b.NewProxiedClient(t)
+			w := s.waiterOn(t, rdb, false)
+			tags = append(tags, waiters.Tag(w.c.ID()))
+			proxy.Blackhole(true)
+			t.Cleanup(func() { proxy.Blackhole(false); proxy.ResetAll() })
+		}
+		s.first(t, tags...)
+		s.releaseWakesBWithin(t, 10*time.Second, "two cut-off designated clients left the release waking nobody")
+	})
+}
+
+const herdWaiterEnv = "RLOCK_TEST_HERD_WAITER" // "addr name clientID"
+
+// TestHelperHerdWaiter is not a test: it is a child process of
+// TestHerdKilledDesigneesDoNotStall. Its client waits for the lock, says
+// so once registered, and waits to be killed.
+func TestHelperHerdWaiter(t *testing.T) {
+	if !redistest.IsHelperProcess() {
+		t.Skip("helper process for TestHerdKilledDesigneesDoNotStall")
+	}
+	args := splitFields(os.Getenv(herdWaiterEnv))
+	require.Len(t, args, 3)
+	rdb := redis.NewClient(&redis.Options{Addr: args[0]})
+	c, err := rlock.NewClient(rdb, rlock.WithClientID(args[2]))
+	require.NoError(t, err)
+	l, err := reentrant.New(c, args[1])
+	require.NoError(t, err)
+	go func() { _ = l.Lock(context.Background()) }()
+	s := &herdSetup{rdb: rdb, registry: base.Waiters(args[1])}
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		require.True(ct, c.Waiters().Waiters == 1 && s.registered(ct, waiters.Tag(args[2])))
+	}, 10*time.Second, time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // a moment for the confirmation's retry (the parent rigs the registry after)
+	os.Stdout.WriteString("waiting\n")
+	select {} // until killed
+}
+
+// As TestHerdGoneDesigneesDoNotStall, with helper processes killed
+// (SIGKILL) while they wait as the designees.
+func TestHerdKilledDesigneesDoNotStall(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		s := newHerdSetup(t, b)
+		var tags []string
+		var children []*redistest.Child
+		for i := range 2 {
+			id := fmt.Sprintf("killed-%d-%s", i, s.name)
+			child := redistest.StartHelperProcess(t, "TestHelperHerdWaiter", herdWaiterEnv+"="+b.Addr+" "+s.name+" "+id)
+			child.WaitLine(t, "waiting", 20*time.Second)
+			tags = append(tags, waiters.Tag(id))
+			children = append(children, child)
+		}
+		for _, child := range children {
+			child.Kill()
+		}
+		s.first(t, tags...)
+		s.releaseWakesBWithin(t, 10*time.Second, "two killed designated clients left the release waking nobody")
 	})
 }

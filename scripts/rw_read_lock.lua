@@ -14,6 +14,9 @@
 --                         lease ends earlier, see write_wait), or the ms until the
 --                         first waiting writer's entry runs out when
 --                         waiting writers keep new readers out
+--          {0, wait, 1}   the same, when waiting writers keep new readers
+--                         out of a free lock: a waiting writer can take it,
+--                         so a reader woken for it hands its wake-up to one
 --          {-1, 0}        the reader's holds are gone (ARGV[3] > 0 but
 --                         none left): lost, never passed off as a re-entry
 --
@@ -58,8 +61,10 @@ if mode == 'write' then
   mark_writer(hash, ARGV[4]) -- before the read makes the hash outlive the write
 elseif mode == 'read' or redis.call('EXISTS', hash) == 0 then
   local writers, first = waiting_writers(KEYS[2], now_ms())
-  if writers > 0 then
+  if writers > 0 and mode then
     return {0, first}
+  elseif writers > 0 then
+    return {0, first, 1} -- free: for a writer
   end
 else
   return {0, redis.call('PTTL', hash)} -- another kind of lock by this name

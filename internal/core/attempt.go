@@ -42,6 +42,10 @@ const (
 type outcome struct {
 	kind outcomeKind
 	ttl  time.Duration // busy: the lock's TTL; paused: the pause
+	// forWriter: busy, the lock being free but kept for a read-write
+	// lock's waiting writers (a reader's refusal); a waiting writer can
+	// take it.
+	forWriter bool
 }
 
 // busyFor is the outcome of a refusal whose lock has ttl left, negative
@@ -197,7 +201,9 @@ func (l *Lock) conclude(ctx context.Context, o *ownerState, at sentAttempt, rep 
 	case rep.kind == upgradeRefused:
 		return outcome{}, fmt.Errorf("%w: %q", base.ErrUpgrade, l.name)
 	case rep.kind == refused:
-		return l.refused(o, rep.wait), nil
+		out := l.refused(o, rep.wait)
+		out.forWriter = rep.forWriter
+		return out, nil
 	case rep.syncErr != nil || rep.sync.Unsynced():
 		return outcome{}, l.undoUnreplicated(ctx, o, rep)
 	}
@@ -263,6 +269,7 @@ type acquireReply struct {
 	kind         replyKind
 	holds, token int64         // granted: the owner's hold count, the fencing token (0: none)
 	wait         time.Duration // refused: the lock's TTL, negative for none
+	forWriter    bool          // refused: the lock is free, kept for waiting writers (see outcome)
 	sync         replsync.Result
 	syncErr      error // the script ran but WAIT failed: replication unknown
 }
@@ -270,15 +277,18 @@ type acquireReply struct {
 // parseAcquireReply recognises the three replies every acquire script
 // gives: {1, holds ≥ 1, token ≥ 0} for a grant, {0, wait ms} for a
 // refusal, and {-1, 0} for a re-entry that found the owner's holds gone;
-// and the read-write lock writer's {-2, 0}: refused for good, as its owner
-// holds the read lock (an upgrade). Anything else is not a reply of an
-// acquire script.
+// the read-write lock reader's {0, wait ms, 1}: refused, the lock being
+// free but kept for waiting writers; and the read-write lock writer's
+// {-2, 0}: refused for good, as its owner holds the read lock (an
+// upgrade). Anything else is not a reply of an acquire script.
 func parseAcquireReply(res []int64) (acquireReply, bool) {
 	switch {
 	case len(res) == 3 && res[0] == 1 && res[1] >= 1 && res[2] >= 0:
 		return acquireReply{kind: granted, holds: res[1], token: res[2]}, true
 	case len(res) == 2 && res[0] == 0:
 		return acquireReply{kind: refused, wait: time.Duration(res[1]) * time.Millisecond}, true
+	case len(res) == 3 && res[0] == 0 && res[2] == 1:
+		return acquireReply{kind: refused, wait: time.Duration(res[1]) * time.Millisecond, forWriter: true}, true
 	case len(res) == 2 && res[0] == -1:
 		return acquireReply{kind: goneAtReentry}, true
 	case len(res) == 2 && res[0] == -2:

@@ -159,6 +159,54 @@ func (c *Client) passOnFor(channel, tag string, drop, pass bool) {
 	c.goBackground(run)
 }
 
+// unregisterTimeout bounds each call by which a closing client takes
+// itself off a lock's registry (see unregisterAll), and unregisterWorkers
+// how many run at once.
+const (
+	unregisterTimeout = time.Second
+	unregisterWorkers = 8
+)
+
+// unregisterAll takes the closing client off the registries of the locks
+// of channels, so that no release designates it any more, and passes on
+// a designation it may have been given (when the lock is free): pass_on.lua
+// for each, a few at a time, each given up after unregisterTimeout (a
+// read already sent still takes the Redis client's ReadTimeout, unless
+// ContextTimeoutEnabled). A registration left behind lapses by itself,
+// and the other clients' waiters cover for a designee that does not act.
+func (c *Client) unregisterAll(channels []string) {
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range min(len(channels), unregisterWorkers) {
+		wg.Go(func() {
+			for channel := range work {
+				c.unregisterNow(channel)
+			}
+		})
+	}
+	for _, ch := range channels {
+		work <- ch
+	}
+	close(work)
+	wg.Wait()
+}
+
+// unregisterNow runs pass_on.lua for this client on the lock of channel:
+// unregister, and pass on a designation if the lock is free.
+func (c *Client) unregisterNow(channel string) {
+	names := base.ChannelLocks(channel)
+	if len(names) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), unregisterTimeout)
+	defer cancel()
+	keys := append([]string{channel, base.Waiters(names[0])}, names...)
+	err := c.run(ctx, lua.PassOn, keys, c.tag, "1", "1", designations, base.UnlockMessage, c.publishArg(ctx)).Err()
+	if err != nil {
+		c.logger().Warn("rlock: unregistering a closing client failed; its registration lapses", "channel", channel, "err", err)
+	}
+}
+
 // isCluster reports whether rdb is a go-redis cluster client.
 func isCluster(rdb base.Redis) bool {
 	_, ok := rdb.(*redis.ClusterClient)
@@ -349,8 +397,10 @@ func (c *Client) Waiters() waiters.Stats { return c.hub.Stats() }
 // Blocked Lock calls return ErrClosed; every lock still held by this client is reported
 // lost (its Done channel closes, its Err wraps ErrLockLost and ErrClosed),
 // since nothing renews it any more: it expires when its lease runs out.
-// Close sends nothing itself and does not close the go-redis client. It is
-// idempotent and returns nil.
+// Close then takes the client off the waiter registries of the reentrant
+// locks it was waiting for (see unregisterAll: one script call per lock, a
+// few at a time, each given up after a second), and does not close the
+// go-redis client. It is idempotent and returns nil.
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
@@ -363,6 +413,7 @@ func (c *Client) Close() error {
 	c.bg.Wait() // bounded by the Redis client's timeouts
 	c.wd.Close()
 	c.hub.Close()
+	c.unregisterAll(c.hub.Registered())
 	c.mu.Lock()
 	hps := make([]*holding, 0, len(c.owners))
 	for _, o := range c.owners {

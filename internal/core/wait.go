@@ -142,7 +142,7 @@ func (l *Lock) sleep(ctx context.Context, w *waiters.Waiter, timer *time.Timer, 
 // until due.
 func (l *Lock) sleepUntilTry(ctx context.Context, w *waiters.Waiter, timer *time.Timer, due time.Time, ws *waitState) (woken bool, err error) {
 	woken, err = l.sleep(ctx, w, timer, ws)
-	if err != nil || !woken || !ws.plan.registers || !w.Second() {
+	if err != nil || !woken || !ws.plan.registers || !w.Covering() {
 		return woken, err
 	}
 	return l.coverFirst(ctx, w, timer, due, ws)
@@ -165,22 +165,29 @@ func (l *Lock) sleepUntilTry(ctx context.Context, w *waiters.Waiter, timer *time
 // the first acted, it passes the designation on. So a release costs one
 // attempt, and a look only when the lock is held longer than secondGrace
 // or the first designee is gone (issue 15's herd).
+//
+// A waiter woken because a release designated other clients and none of
+// them acted within a delay (waiters.Waiter.Covering, not Second) covers
+// for both the same way, without the grace (the delay was its grace), and
+// takes both off the registry when it finds the lock free.
 func (l *Lock) coverFirst(ctx context.Context, w *waiters.Waiter, timer *time.Timer, due time.Time, ws *waitState) (woken bool, err error) {
-	for { // w's last wake-up designated the client second
-		if !resetUntil(timer, earlier(time.Now().Add(secondGrace()), due)) {
-			return false, nil // due: try as the timer would have
-		}
-		woken, err = l.sleep(ctx, w, timer, ws)
-		switch {
-		case err != nil: // the call ends before it knows the first acted
-			w.PassOn()
-			return false, err
-		case woken && !w.Second():
-			return true, nil
-		case woken: // designated second again
-			continue
-		case !time.Now().Before(due):
-			return false, nil
+	for { // w's last wake-up asks it to cover for designees
+		if w.Second() {
+			if !resetUntil(timer, earlier(time.Now().Add(secondGrace()), due)) {
+				return false, nil // due: try as the timer would have
+			}
+			woken, err = l.sleep(ctx, w, timer, ws)
+			switch {
+			case err != nil: // the call ends before it knows the first acted
+				w.PassOn()
+				return false, err
+			case woken && !w.Covering():
+				return true, nil
+			case woken: // asked to cover again
+				continue
+			case !time.Now().Before(due):
+				return false, nil
+			}
 		}
 		until := due
 		if !w.ReleasedSince() {
@@ -193,7 +200,9 @@ func (l *Lock) coverFirst(ctx context.Context, w *waiters.Waiter, timer *time.Ti
 				return false, ws.ctxErr(ctx)
 			}
 			if !held {
-				l.unregister(ws.plan.channel, w.FirstDesignee())
+				for _, tag := range w.Designees() {
+					l.unregister(ws.plan.channel, tag)
+				}
 				return true, nil
 			}
 			if ttl >= 0 {
@@ -203,7 +212,7 @@ func (l *Lock) coverFirst(ctx context.Context, w *waiters.Waiter, timer *time.Ti
 		if !resetUntil(timer, until) {
 			return false, nil
 		}
-		if woken, err = l.sleep(ctx, w, timer, ws); err != nil || !woken || !w.Second() {
+		if woken, err = l.sleep(ctx, w, timer, ws); err != nil || !woken || !w.Covering() {
 			return woken, err
 		}
 	}
@@ -271,12 +280,17 @@ func (l *Lock) look(ctx context.Context) (ttl time.Duration, held bool, err erro
 
 // retry is a waiting call's next attempt. A wake-up whose attempt fails is
 // passed on to the channel's next waiter, so a failure never swallows a
-// release meant for someone.
+// release meant for someone; and a read-write lock's reader refused
+// because waiting writers keep it out of a free lock wakes a writer of
+// the client (if one waits without a wake-up pending), which can take it.
 func (l *Lock) retry(ctx context.Context, w *waiters.Waiter, ws *waitState, woken bool) (outcome, error) {
 	ws.woken = woken
 	out, err := l.attempt(ctx, ws.o, ws.req)
-	if woken && err != nil {
+	switch {
+	case woken && err != nil:
 		w.PassOn()
+	case err == nil && out.forWriter:
+		w.PassOnToPreferred()
 	}
 	out, err = ws.retryable(out, err)
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

@@ -185,6 +185,15 @@ func blocked(t *testing.T, res []int64) {
 	require.Equal(t, int64(0), res[0], "reply %v", res)
 }
 
+// blockedForWriter checks a reader's refusal from a free lock kept for
+// waiting writers: {0, wait, 1}.
+func blockedForWriter(t *testing.T, res []int64) {
+	t.Helper()
+	require.Len(t, res, 3, "reply %v", res)
+	require.Equal(t, int64(0), res[0], "reply %v", res)
+	require.Equal(t, int64(1), res[2], "reply %v", res)
+}
+
 func TestRWReadersShare(t *testing.T) {
 	eachRW(t, func(t *testing.T, r *rw) {
 		require.Equal(t, acquired(1, 0), r.read("a", 0, long))
@@ -372,7 +381,7 @@ func TestRWWaitingWriterKeepsNewReadersOut(t *testing.T) {
 		msgs.none() // b still reads
 		require.Equal(t, []int64{1, 0}, r.unlockRead("b", 1, r.newReq()))
 		require.Equal(t, base.UnlockMessage, msgs.next())
-		blocked(t, r.read("c", 0, long)) // free, but the writer's turn
+		blockedForWriter(t, r.read("c", 0, long)) // free, but the writer's turn
 		res = r.write("w", 0, true)
 		require.Equal(t, acquired(1, res[2]), res)
 		require.False(t, r.exists(r.wait()), "the grant ends the writer's wait")
@@ -387,7 +396,7 @@ func TestRWEveryWaitingWriterBeforeNewReaders(t *testing.T) {
 		require.Equal(t, []int64{1, 0}, r.unlockRead("a", 1, r.newReq()))
 		r.write("w1", 0, true)
 		require.Equal(t, []int64{1, 0}, r.unlockWrite("w1", 1, r.newReq()))
-		blocked(t, r.read("c", 0, long)) // w2 still waits
+		blockedForWriter(t, r.read("c", 0, long)) // w2 still waits
 		r.write("w2", 0, true)
 		require.Equal(t, []int64{1, 0}, r.unlockWrite("w2", 1, r.newReq()))
 		require.Equal(t, acquired(1, 0), r.read("c", 0, long))

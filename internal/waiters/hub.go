@@ -21,7 +21,10 @@
 // two designated clients is there in case the first is gone: its woken
 // waiter is told so (see Waiter.Second), and can tell whether a later
 // release came (see Waiter.ReleasedSince) and whom the release named first
-// (see Waiter.FirstDesignee).
+// (see Waiter.FirstDesignee). No release depends on its designees being
+// alive: a hub that drops a "0" designated for others arms a fallback, and
+// without a later release one of its waiters covers for the designees
+// (see Waiter.Covering).
 //
 // On a Redis Cluster the hub can also listen with sharded pub/sub
 // (SSUBSCRIBE, Redis 7+), which Redis keeps apart from classic pub/sub
@@ -38,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -158,7 +162,21 @@ const (
 	designatedOther
 	designatedMe
 	designatedMeSecond
+	// designatedFallback: a waiter woken because a release designated
+	// other clients and none of them acted within fallbackDelay (see
+	// armFallbackLocked); like designatedMeSecond, but never passed on to
+	// other clients.
+	designatedFallback
 )
+
+// fallbackDelay is how long after a designated unlock message for other
+// clients a hub with waiters waits for evidence that a designee acted (a
+// later unlock message) before one of its waiters looks at the lock (see
+// Waiter.Covering); a random part up to as much again is added, so that
+// the hubs of many clients do not look at once. Longer than the second
+// designee's grace plus its look and attempt, so that a second designee
+// covering for the first has taken the lock by then.
+const fallbackDelay = 300 * time.Millisecond
 
 // mine reports whether d designates this hub's client.
 func (d designation) mine() bool { return d == designatedMe || d == designatedMeSecond }
@@ -223,7 +241,13 @@ type topic struct {
 	// (when it names another client first), and releases counts the unlock
 	// messages heard; both by fromClassic, fromShard, as heard.
 	firstOf  [2]string
+	secondOf [2]string // the other client named second, with firstOf
 	releases [2]uint64
+	// fallback checks, fallbackDelay after an unlock message for other
+	// clients, that one of them acted (see armFallbackLocked); fbGen tells
+	// a stale timer from the current one.
+	fallback *time.Timer
+	fbGen    uint64
 	// registers: the client's waiters here register it with the lock (see
 	// Waiter.Registers), so dropping the topic unregisters it.
 	registers bool
@@ -247,6 +271,7 @@ type Waiter struct {
 	// many the topic had counted then (see ReleasedSince).
 	designated designation
 	firstTag   string
+	secondTag  string // designatedFallback: the other client named second
 	from       int
 	seen       uint64
 }
@@ -562,7 +587,7 @@ func (h *Hub) confirmLocked(t *topic) {
 	t.confirmed = (t.c == nil || t.cOK) && (!t.wantShard || t.sOK)
 	for _, w := range t.waiters {
 		w.signal()
-		if w.designated == designatedMeSecond { // retry, not wait for the first designee
+		if w.designated == designatedMeSecond || w.designated == designatedFallback { // retry, not wait for the designees
 			w.designated = undesignated
 		}
 	}
@@ -601,7 +626,10 @@ func (h *Hub) message(channel, payload string, from int) {
 	t.heard[from] = undesignated
 	t.releases[from]++
 	if heard == designatedOther {
-		return // another client wakes a waiter
+		if len(t.waiters) > 0 {
+			h.armFallbackLocked(t, from) // another client wakes a waiter, unless it is gone
+		}
+		return
 	}
 	if len(t.waiters) == 0 {
 		t.missed = true
@@ -616,7 +644,7 @@ func (h *Hub) message(channel, payload string, from int) {
 		}
 		return
 	}
-	w := t.wakeFirst()
+	w := t.wakeFirst(nil)
 	if w == nil {
 		w = t.wakeOne(nil)
 	}
@@ -641,10 +669,45 @@ func (h *Hub) designatedLocked(t *topic, channel, tag string, from int) {
 		t.heard[from] = designatedMe
 	case t != nil && !t.heard[from].mine():
 		if t.heard[from] == undesignated {
-			t.firstOf[from] = tag
+			t.firstOf[from], t.secondOf[from] = tag, ""
+		} else if t.secondOf[from] == "" {
+			t.secondOf[from] = tag
 		}
 		t.heard[from] = designatedOther
 	}
+}
+
+// armFallbackLocked makes sure that an unlock message t's hub dropped,
+// designated for other clients, is not lost when those clients are gone
+// (crashed, cut off): if no later unlock message comes on the same
+// connection within fallbackDelay (and a random part), one of t's waiters
+// is woken to cover for the designees (see Waiter.Covering): it looks at
+// the lock, and only if it is free takes them off the registry and tries.
+// So a release never depends on its designees being alive; it costs a
+// look per client with waiters only when the lock is held longer than
+// the delay. h.mu must be held.
+func (h *Hub) armFallbackLocked(t *topic, from int) {
+	if t.fallback != nil {
+		t.fallback.Stop()
+	}
+	t.fbGen++
+	gen, seen := t.fbGen, t.releases[from]
+	first, second := t.firstOf[from], t.secondOf[from]
+	delay := fallbackDelay + rand.N(fallbackDelay)
+	t.fallback = time.AfterFunc(delay, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.closed || h.topics[t.channel] != t || t.fbGen != gen || t.releases[from] != seen || len(t.waiters) == 0 {
+			return
+		}
+		t.fallback = nil
+		w := t.wakeOne(nil)
+		if w == nil { // every waiter is about to try already
+			return
+		}
+		w.designated = designatedFallback
+		w.firstTag, w.secondTag, w.from, w.seen = first, second, from, seen
+	})
 }
 
 // passOnLocked asks the client to pass a designation on channel on to
@@ -732,11 +795,11 @@ func (h *Hub) Waiting(channel string) (n int, listening bool) {
 	return 0, false
 }
 
-// wakeFirst signals the longest-waiting preferred waiter that has no
-// signal pending, and returns it (nil if there was none).
-func (t *topic) wakeFirst() *Waiter {
+// wakeFirst signals the longest-waiting preferred waiter other than skip
+// that has no signal pending, and returns it (nil if there was none).
+func (t *topic) wakeFirst(skip *Waiter) *Waiter {
 	for _, w := range t.waiters {
-		if w.first && w.signal() {
+		if w != skip && w.first && w.signal() {
 			return w
 		}
 	}
@@ -796,6 +859,39 @@ func (w *Waiter) FirstDesignee() string {
 	return w.firstTag
 }
 
+// Covering reports whether the waiter's last wake-up asks it to cover for
+// designees that may be gone: its client was designated second (see
+// Second), or a release designated other clients and no later one came
+// within fallbackDelay (see armFallbackLocked). Such a waiter looks at
+// the lock before it tries, and tries only if the lock is free.
+func (w *Waiter) Covering() bool {
+	w.hub.mu.Lock()
+	defer w.hub.mu.Unlock()
+	return w.designated == designatedMeSecond || w.designated == designatedFallback
+}
+
+// Designees returns the tags of the other clients a covering waiter (see
+// Covering) covers for: those to take off the registry when the lock is
+// found free. Nil after any other wake-up.
+func (w *Waiter) Designees() []string {
+	w.hub.mu.Lock()
+	defer w.hub.mu.Unlock()
+	var tags []string
+	switch w.designated {
+	case designatedMeSecond:
+		tags = []string{w.firstTag}
+	case designatedFallback:
+		tags = []string{w.firstTag, w.secondTag}
+	}
+	out := tags[:0]
+	for _, tag := range tags {
+		if tag != "" {
+			out = append(out, tag)
+		}
+	}
+	return out
+}
+
 // ReleasedSince reports whether the hub has heard an unlock message on
 // the waiter's channel, on the connection whose message last woke it,
 // since that message: the lock was taken and released again meanwhile.
@@ -806,9 +902,10 @@ func (w *Waiter) ReleasedSince() bool {
 }
 
 // PassOn hands a wake-up the waiter received but could not use (the
-// attempt it started failed) to the channel's next waiter, or, with none,
-// to whoever joins next; a designation with nobody else here to take it
-// goes to other clients (see SetDesignation). It never waits for I/O.
+// attempt it started failed) to the channel's next waiter, a preferred
+// one first (see Prefer), or, with none, to whoever joins next; a
+// designation with nobody else here to take it goes to other clients (see
+// SetDesignation). It never waits for I/O.
 func (w *Waiter) PassOn() {
 	h := w.hub
 	h.mu.Lock()
@@ -816,16 +913,34 @@ func (w *Waiter) PassOn() {
 	h.handOnLocked(w, false)
 }
 
+// PassOnToPreferred hands a wake-up the waiter used without a grant to
+// the longest-waiting preferred waiter of its channel (see Prefer) that
+// has no wake-up pending, if there is one: a read-write lock's reader
+// refused because writers wait for a free lock gives its wake-up to a
+// writer of its client, which can take the lock. (Never to a waiter that
+// is not preferred, which would be refused as this one was.) It reports
+// whether a waiter was woken, and never waits for I/O.
+func (w *Waiter) PassOnToPreferred() bool {
+	h := w.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return w.topic.wakeFirst(w) != nil
+}
+
 // handOnLocked passes w's unused wake-up to the next waiter of its
-// channel, or marks the channel missed; an unused designation goes to
-// other clients (drop: w has left and was the client's last waiter
-// there). h.mu must be held.
+// channel, a preferred one first, or marks the channel missed; an unused
+// designation goes to other clients (drop: w has left and was the
+// client's last waiter there). h.mu must be held.
 func (h *Hub) handOnLocked(w *Waiter, drop bool) {
 	d := w.designated
 	w.designated = undesignated
-	if next := w.topic.wakeOne(w); next != nil {
+	next := w.topic.wakeFirst(w)
+	if next == nil {
+		next = w.topic.wakeOne(w)
+	}
+	if next != nil {
 		next.designated = d
-		next.firstTag, next.from, next.seen = w.firstTag, w.from, w.seen
+		next.firstTag, next.secondTag, next.from, next.seen = w.firstTag, w.secondTag, w.from, w.seen
 		return
 	}
 	w.topic.missed = true
@@ -906,6 +1021,22 @@ func (h *Hub) dropLocked(t *topic) {
 	h.queueLocked(op{kind: opUnsubscribe, c: c, channel: t.channel})
 }
 
+// Registered returns the channels whose waiters register the client with
+// their lock (see Waiter.Registers) and that the hub still has, with
+// waiters or lingering; also after Close, so that a closing client can
+// unregister.
+func (h *Hub) Registered() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for ch, t := range h.topics {
+		if t.registers {
+			out = append(out, ch)
+		}
+	}
+	return out
+}
+
 // Stats describes the hub's state, for tests and operators.
 type Stats struct {
 	Connections int // open pub/sub connections, classic and sharded
@@ -943,6 +1074,9 @@ func (h *Hub) Close() {
 	for _, t := range h.topics {
 		if t.idle != nil {
 			t.idle.Stop()
+		}
+		if t.fallback != nil {
+			t.fallback.Stop()
 		}
 	}
 	open := h.open

@@ -239,3 +239,44 @@ func TestPreferredWaiterWokenFirst(t *testing.T) {
 		writer.Leave()
 	})
 }
+
+// TestPassedOnWakeUpGoesToAPreferredWaiterFirst: a wake-up passed on
+// unused goes to a preferred waiter (a read-write lock's writer) before
+// longer-waiting others (regression: it went to the longest waiter, a
+// reader that could not use it; see rwlock's
+// TestPassedOnWakeUpReachesTheOtherWriter); PassOnToPreferred wakes a
+// preferred waiter without a wake-up pending, and nobody else.
+func TestPassedOnWakeUpGoesToAPreferredWaiterFirst(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		rdb := b.NewClient(t)
+		h := newHub(t, rdb)
+		defer h.Close()
+		ch := redistest.Name(t)
+		reader, ok := h.Join(ch)
+		require.True(t, ok)
+		require.True(t, signalled(reader))
+		w1, w2 := h.JoinBehind(ch), h.JoinBehind(ch)
+		require.NotNil(t, w1)
+		require.NotNil(t, w2)
+		w1.Prefer()
+		w2.Prefer()
+
+		require.NoError(t, rdb.Publish(context.Background(), ch, "0").Err())
+		require.True(t, signalled(w1), "the first writer first")
+		w1.PassOn()
+		require.True(t, signalled(w2), "passed on to the other writer")
+		require.True(t, quiet(reader))
+
+		require.True(t, reader.PassOnToPreferred())
+		require.True(t, reader.PassOnToPreferred())
+		require.False(t, reader.PassOnToPreferred(), "both writers have a wake-up pending")
+		require.True(t, signalled(w1))
+		require.True(t, signalled(w2))
+		require.True(t, w1.PassOnToPreferred())
+		require.True(t, quiet(reader), "never to a reader")
+		require.True(t, signalled(w2))
+		reader.Leave()
+		w1.Leave()
+		w2.Leave()
+	})
+}

@@ -1,0 +1,75 @@
+package rwlock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlock-go/rlock/internal/core"
+	"github.com/rlock-go/rlock/internal/redistest"
+	"github.com/rlock-go/rlock/rwlock"
+)
+
+// Regression: the last reader's release woke a writer first; when that
+// writer's attempt failed (its ctx ended as it woke), the wake-up went to
+// the client's longest waiter, a reader, which was refused (another writer
+// waits) and swallowed it. The other writer slept until its poll (a third
+// of the 60 s writer wait) while the lock was free and readers were kept
+// out. A wake-up that ends without a grant now goes to a waiting writer
+// first. One client waits here with, in join order, a writer w1, a reader
+// r kept out by it, and a writer w2; a reader of another client holds.
+func TestPassedOnWakeUpReachesTheOtherWriter(t *testing.T) {
+	redistest.EachWithCluster(t, func(t *testing.T, b *redistest.Backend) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		name := redistest.Name(t)
+		opts := []rwlock.Option{rwlock.WithWriterWait(time.Minute), rwlock.WithLease(time.Hour)}
+		holder := newRW(t, newClient(t, b), name, opts...)
+		c := newClient(t, b)
+		w1, r, w2 := newRW(t, c, name, opts...), newRW(t, c, name, opts...), newRW(t, c, name, opts...)
+		require.NoError(t, holder.ReadLock().Lock(ctx))
+
+		w1ctx, w1cancel := context.WithCancel(ctx)
+		defer w1cancel()
+		w1done, rdone, w2done := make(chan error, 1), make(chan error, 1), make(chan error, 1)
+		go func() { w1done <- w1.WriteLock().Lock(w1ctx) }()
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			require.True(ct, c.Waiters().Waiters == 1 && len(state(ct, holder).Waiting) == 1)
+		}, 10*time.Second, time.Millisecond)
+		go func() { rdone <- r.ReadLock().Lock(ctx) }()
+		require.Eventually(t, func() bool { return c.Waiters().Waiters == 2 }, 10*time.Second, time.Millisecond)
+		go func() { w2done <- w2.WriteLock().Lock(ctx) }()
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			require.True(ct, c.Waiters().Waiters == 3 && len(state(ct, holder).Waiting) == 2)
+		}, 10*time.Second, time.Millisecond)
+
+		defer core.FailNextWokenAttempt(w1ctx, w1cancel)()
+		require.NoError(t, holder.ReadLock().Unlock(ctx))
+		require.ErrorIs(t, <-w1done, context.Canceled)
+		select {
+		case err := <-w2done:
+			require.NoError(t, err)
+		case <-time.After(8 * time.Second):
+			t.Fatalf("the other writer was not woken while the lock was free (state %+v)", state(t, holder))
+		}
+		select {
+		case err := <-rdone:
+			t.Fatalf("a reader got in while the writer writes: %v", err)
+		default:
+		}
+		require.NoError(t, w2.WriteLock().Unlock(ctx))
+		select {
+		case err := <-rdone:
+			require.NoError(t, err)
+		case <-time.After(8 * time.Second):
+			t.Fatal("the reader was not woken by the writer's release")
+		}
+		require.NoError(t, r.ReadLock().Unlock(ctx))
+		locked, err := holder.IsLocked(ctx)
+		require.NoError(t, err)
+		require.False(t, locked)
+	})
+}
