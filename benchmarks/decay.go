@@ -12,24 +12,27 @@ import (
 	"github.com/rlock-go/rlock/reentrant"
 )
 
-// runDecay is the -decay mode: on one embedded miniredis with real-time
-// TTLs (as the demo runs it), a lock+unlock loop of ops operations for
-// rlock and for the floor, each on its own miniredis, interleaved in
+// runDecay is the -decay mode: on embedded miniredis with real-time TTLs
+// (as the demo runs it), a lock+unlock loop of ops operations for the
+// floor, for rlock with one handle and for rlock with a new handle per
+// operation (as a service that makes a handle per request does: every
+// operation is a new owner), each on its own miniredis, interleaved in
 // tenths of the run, printing the rate of every tenth and the keys left
-// on rlock's miniredis. Every key a release leaves behind (a replay
+// on each rlock miniredis. Every key a release leaves behind (a replay
 // latch) slows miniredis down, as it scans its keys on every command: a
 // rate that falls over the run shows the keys piling up.
 func runDecay(ctx context.Context, ops int, out io.Writer) error {
-	nodes, err := startNodes(2, true)
+	nodes, err := startNodes(3, true)
 	if err != nil {
 		return err
 	}
 	defer stopNodes(nodes)
-	floorRdb := redis.NewClient(&redis.Options{Addr: nodes[0].addr})
-	defer floorRdb.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: nodes[1].addr})
-	defer rdb.Close()
-	c, err := rlock.NewClient(rdb)
+	rdbs := make([]*redis.Client, len(nodes))
+	for i, n := range nodes {
+		rdbs[i] = redis.NewClient(&redis.Options{Addr: n.addr})
+		defer rdbs[i].Close()
+	}
+	c, err := rlock.NewClient(rdbs[1])
 	if err != nil {
 		return err
 	}
@@ -38,17 +41,26 @@ func runDecay(ctx context.Context, ops int, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fl := &floorMutex{rdb: floorRdb, key: "decay:floor", token: randomToken()}
+	perOp, err := rlock.NewClient(rdbs[2])
+	if err != nil {
+		return err
+	}
+	defer perOp.Close()
 	loops := []struct {
 		name string
 		m    mutex
-	}{{"floor", fl}, {"rlock", &rlockMutex{l}}}
+	}{
+		{"floor", &floorMutex{rdb: rdbs[0], key: "decay:floor", token: randomToken()}},
+		{"rlock", &rlockMutex{l}},
+		{"rlock, a handle per op", &handlePerOpMutex{c: perOp, name: "decay:rlock"}},
+	}
 	for _, lp := range loops {
 		if err := warmUp(ctx, lp.m); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintf(out, "| ops done | %s ops/s | %s ops/s | ratio | keys (rlock) |\n| ---: | ---: | ---: | ---: | ---: |\n", loops[0].name, loops[1].name)
+	fmt.Fprintf(out, "| ops done | %s ops/s | %s ops/s | %s ops/s | keys (rlock) | keys (a handle per op) |\n| ---: | ---: | ---: | ---: | ---: | ---: |\n",
+		loops[0].name, loops[1].name, loops[2].name)
 	step := max(ops/10, 1)
 	for done := 0; done < ops; done += step {
 		rates := make([]float64, len(loops))
@@ -61,11 +73,32 @@ func runDecay(ctx context.Context, ops int, out io.Writer) error {
 			}
 			rates[i] = float64(step) / time.Since(began).Seconds()
 		}
-		keys, err := rdb.DBSize(ctx).Result()
-		if err != nil {
-			return err
+		keys := make([]int64, 2)
+		for i, rdb := range rdbs[1:] {
+			if keys[i], err = rdb.DBSize(ctx).Result(); err != nil {
+				return err
+			}
 		}
-		fmt.Fprintf(out, "| %d | %.0f | %.0f | %.2f | %d |\n", done+step, rates[0], rates[1], rates[1]/rates[0], keys)
+		fmt.Fprintf(out, "| %d | %.0f | %.0f | %.0f | %d | %d |\n", done+step, rates[0], rates[1], rates[2], keys[0], keys[1])
 	}
 	return nil
 }
+
+// handlePerOpMutex takes every lock with a new handle, so every operation
+// is a new owner, as in a service that makes a handle per request.
+type handlePerOpMutex struct {
+	c    *rlock.Client
+	name string
+	l    *reentrant.Lock
+}
+
+func (m *handlePerOpMutex) lock(ctx context.Context) error {
+	l, err := reentrant.New(m.c, m.name)
+	if err != nil {
+		return err
+	}
+	m.l = l
+	return l.Lock(ctx)
+}
+
+func (m *handlePerOpMutex) unlock(ctx context.Context) error { return m.l.Unlock(ctx) }

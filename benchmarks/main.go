@@ -123,7 +123,7 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.BoolVar(&o.pin, "pin", false, "run client and servers on CPU 0 only (re-executes under taskset -c 0)")
 	fs.BoolVar(&o.mini, "miniredis", false, "use embedded miniredis instead of redis-server (figures dominated by miniredis)")
 	fs.StringVar(&o.only, "only", "", "run only contenders whose label contains this text (the floor always runs)")
-	fs.IntVar(&o.decay, "decay", 0, "instead of the scenarios: run this many lock+unlock cycles of rlock and the floor on embedded miniredis (real-time TTLs) and print the rate over the run")
+	fs.IntVar(&o.decay, "decay", 0, "instead of the scenarios: run this many lock+unlock cycles of the floor, rlock and rlock with a handle per operation on embedded miniredis (real-time TTLs) and print the rate over the run")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

@@ -139,6 +139,8 @@ func contendedCommands(tb testing.TB, ctx context.Context, be *redistest.Backend
 // paths (a free lock with nobody in line, the last hold with nobody in
 // line) now return before the preludes, as the reentrant lock's do, and
 // the last release writes its latch with one SET ... GET: at most 10.
+// The latch per lock (one key of the lock's last 32 releases instead of
+// one per owner) appends its older records after that SET: at most 11.
 func TestUncontendedServerCommands(t *testing.T) {
 	b := redistest.Real(t) // INFO commandstats: real Redis only
 	ctx := context.Background()
@@ -164,7 +166,7 @@ func TestUncontendedServerCommands(t *testing.T) {
 			inScripts += calls
 		}
 	}
-	require.LessOrEqual(t, inScripts, int64(10*n), "commands run inside the scripts of %d uncontended lock+unlock", n)
+	require.LessOrEqual(t, inScripts, int64(11*n), "commands run inside the scripts of %d uncontended lock+unlock", n)
 }
 
 // Regression (issue 15): a last release with someone in line read the

@@ -98,3 +98,24 @@ func TestLeaveWithLostReplyIsSentAgain(t *testing.T) {
 		require.NoError(t, holder.Unlock(ctx))
 	})
 }
+
+// Latch keys piled up with short-lived handles (see the reentrant test of
+// that name): every owner's last release left a latch key of its own for
+// the replay window. A fair lock's releases share one latch key too.
+func TestLatchKeysBoundedWithHandlePerOperation(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		rdb := b.NewClient(t)
+		c := newClient(t, b)
+		const releases = 100
+		for range releases {
+			l := newLock(t, c, name) // a new handle, so a new owner, per operation
+			require.NoError(t, l.Lock(ctx))
+			require.NoError(t, l.Unlock(ctx))
+		}
+		keys, err := rdb.Keys(ctx, "*"+name+"*").Result()
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(keys), 1, "%d keys left by %d releases of one lock, among them %q", len(keys), releases, keys[0])
+	})
+}

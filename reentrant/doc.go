@@ -55,8 +55,9 @@
 // default), so a script can run twice. Each owner's operations on a lock
 // are serialised in the client and carry the hold count the client last
 // saw; the scripts recognise a re-sent acquire or release by it, and a
-// last release records its request ID in the owner's short-lived latch
-// (one key per owner of the lock, not one per release). A re-sent
+// last release records its request ID in the lock's short-lived latch
+// (one key per lock holding its last 32 such IDs, whatever the handles and
+// owners; see docs/safety.md). A re-sent
 // operation therefore changes the hold count once.
 //
 // # Fencing and replica sync

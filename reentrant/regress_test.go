@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -460,7 +461,8 @@ func (h *scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 
 // Issue 15: every last release left a latch key of its own, living the
 // replay window, so keys (and, on miniredis, the time of every command)
-// grew with the release rate. An owner's releases share one latch key.
+// grew with the release rate. An owner's releases share one latch key;
+// since the latch-per-lock fix, every owner's releases of a lock do.
 func TestLatchKeysBoundedByOwners(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		ctx := context.Background()
@@ -476,7 +478,7 @@ func TestLatchKeysBoundedByOwners(t *testing.T) {
 		}
 		keys, err := rdb.Keys(ctx, "*"+name+"*").Result()
 		require.NoError(t, err)
-		require.Equal(t, 2, len(keys), "one latch key per owner")
+		require.Equal(t, 1, len(keys), "one latch key per lock")
 	})
 }
 
@@ -529,7 +531,7 @@ func TestUnlockOfLostHoldIsNotAnsweredFromEarlierLatch(t *testing.T) {
 
 // A very late copy of an owner's last release (left in a frozen server's
 // socket, run after the owner took the lock again) must not release the
-// new holding: the owner's latch still names that request, so the copy is
+// new holding: the lock's latch still names that request, so the copy is
 // answered as the original was and changes nothing.
 func TestLateCopyOfLastReleaseSparesTheNextHolding(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
@@ -539,11 +541,12 @@ func TestLateCopyOfLastReleaseSparesTheNextHolding(t *testing.T) {
 		l := newLock(t, newClient(t, b), name)
 		field, err := l.Owner(ctx)
 		require.NoError(t, err)
-		latch := base.DerivedKey(base.LatchPrefix, name) + ":" + field
+		latch := base.DerivedKey(base.LatchPrefix, name)
 		require.NoError(t, l.Lock(ctx))
 		require.NoError(t, l.Unlock(ctx))
-		request, err := rdb.Get(ctx, latch).Result()
-		require.NoError(t, err, "the last release records its request in the owner's latch")
+		records, err := rdb.Get(ctx, latch).Result()
+		require.NoError(t, err, "the last release records its request in the lock's latch")
+		request, _, _ := strings.Cut(strings.TrimPrefix(records, "\n"), "\n") // the newest record
 		require.NoError(t, l.Lock(ctx))
 
 		// The late copy: the same arguments the release sent; and again
@@ -728,4 +731,31 @@ func releaseMessages(t *testing.T, b *redistest.Backend, tags []string) []string
 		}
 	}
 	return got
+}
+
+// Latch keys piled up with short-lived handles: every handle is an owner,
+// and every owner's last release left a latch key of its own for the
+// replay window, so a service that makes a handle per request left one
+// key per release (thousands on miniredis, whose commands slowed with
+// them). The releases of a lock now share one latch key, whatever the
+// handles and owners.
+func TestLatchKeysBoundedWithHandlePerOperation(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		rdb := b.NewClient(t)
+		c := newClient(t, b)
+		const releases = 100
+		for range releases {
+			l := newLock(t, c, name) // a new handle, so a new owner, per operation
+			require.NoError(t, l.Lock(ctx))
+			require.NoError(t, l.Unlock(ctx))
+		}
+		keys, err := rdb.Keys(ctx, "*"+name+"*").Result()
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(keys), 1, "%d keys left by %d releases of one lock, among them %q", len(keys), releases, keys[0])
+		records, err := rdb.Get(ctx, base.DerivedKey(base.LatchPrefix, name)).Result()
+		require.NoError(t, err)
+		require.Equal(t, 32, strings.Count(records, "\n"), "the latch keeps the lock's last 32 releases")
+	})
 }

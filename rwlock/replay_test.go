@@ -148,3 +148,27 @@ func TestLostReplyWithoutRetries(t *testing.T) {
 		}
 	})
 }
+
+// Latch keys piled up with short-lived handles (see the reentrant test of
+// that name): every owner's last read or write release left a latch key
+// of its own for the replay window. Both sides of a read-write lock share
+// one latch key now.
+func TestLatchKeysBoundedWithHandlePerOperation(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		rdb := b.NewClient(t)
+		c := newClient(t, b)
+		const releases = 50
+		for range releases {
+			l := newRW(t, c, name) // a new handle pair, so a new owner, per operation
+			require.NoError(t, l.ReadLock().Lock(ctx))
+			require.NoError(t, l.ReadLock().Unlock(ctx))
+			require.NoError(t, l.WriteLock().Lock(ctx))
+			require.NoError(t, l.WriteLock().Unlock(ctx))
+		}
+		keys, err := rdb.Keys(ctx, "*"+name+"*").Result()
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(keys), 1, "%d keys left by %d read and %d write releases of one lock, among them %q", len(keys), releases, releases, keys[0])
+	})
+}

@@ -2,7 +2,7 @@
 -- only, on its own channel. Uses the preludes holds.lua, publish.lua and
 -- fair_common.lua, which go after the fast path (at the preludes line).
 -- KEYS[1..3]  the lock hash, queue and scores (see fair_common.lua)
--- KEYS[4]     the owner's latch key (same hash slot; see ran_by)
+-- KEYS[4]     the lock's latch key (same hash slot; see ran_by)
 -- KEYS[5]     rlock waiters' liveness hash (see fair_common.lua)
 -- ARGV[1]     lease in milliseconds, restored while holds remain
 -- ARGV[2]     owner field
@@ -11,15 +11,15 @@
 -- ARGV[5]     latch lifetime in milliseconds
 -- ARGV[6]     the lock's channel; waiter w listens on ARGV[6] .. ':' .. w
 -- ARGV[7]     how to publish: 'c', 's' or 'cs' (see publish.lua)
--- ARGV[8]     this request's ID, recorded in the latch
+-- ARGV[8]     this request's ID (unique across clients), recorded in the latch
 -- Reply:      as unlock.lua: {1, 0} released (1 from the fast path, see
 --             lua.ReleaseReply), {0, holds} still held, {-1, 0} not held by
 --             this owner (nothing changed)
 --
 -- The fast path, before the preludes are defined (see lua.preludesHere):
 -- the owner's last hold. As in unlock.lua, it records the release in the
--- latch with SET ... GET and answers a copy of a release that ran from the
--- record it replaced. With nobody in line it returns there; otherwise
+-- latch with SET ... GET, answers a copy of a release that ran from the
+-- records it replaced, and otherwise appends them again (the last 32). With nobody in line it returns there; otherwise
 -- waking the first in line follows the preludes. Any other release takes
 -- the slow path, which is handed the field it read.
 local stored = redis.call('HGET', KEYS[1], ARGV[2])
@@ -28,9 +28,20 @@ if stored == '1' and tonumber(ARGV[3]) == 1 then
   head = redis.call('LINDEX', KEYS[2], 0)
 end
 if head ~= nil then -- the last hold; head is false for an empty queue
-  local latched = redis.call('SET', KEYS[4], ARGV[8] or '1', 'PX', ARGV[5], 'GET')
-  if ARGV[8] and latched == ARGV[8] then -- ran_by, inlined (a record without a request counts only when no hold is left)
-    return {1, 0}
+  local latched = redis.call('SET', KEYS[4], ARGV[8] and '\n' .. ARGV[8] or '1', 'PX', ARGV[5], 'GET')
+  if ARGV[8] and latched then -- ran_by and set_latch, inlined (a record without a request counts only when no hold is left)
+    if string.find(latched .. '\n', '\n' .. ARGV[8] .. '\n', 1, true) then
+      redis.call('SET', KEYS[4], latched, 'PX', ARGV[5])
+      return {1, 0}
+    end
+    local cut = 0
+    for _ = 1, 32 do
+      cut = string.find(latched, '\n', cut + 1, true)
+      if not cut then
+        break
+      end
+    end
+    redis.call('APPEND', KEYS[4], cut and string.sub(latched, 1, cut - 1) or latched)
   end
   redis.call('DEL', KEYS[1])
   if head == false then

@@ -50,26 +50,38 @@ local function grant(hash, owner, lease)
   redis.call('PEXPIRE', hash, lease)
 end
 
--- ran_by reports whether latched, the value of an owner's latch (false
--- when there is none), records that request's last release ran. A latch is
--- one key per owner of a lock, holding the request ID of the owner's last
--- last-release (the key lives the replay window from that release): since
--- the client serialises an owner's calls on a lock, the only request whose
--- re-sends the owner still waits for is its latest, so one record per owner
--- is enough, and the latches of a lock number its recent owners, not its
--- releases. Without request (a caller that passes a latch key of its own
--- per request), any record counts.
+-- ran_by reports whether latched, the value of a lock's latch (false when
+-- there is none), records that request's last release ran. A latch is one
+-- key per lock: the request IDs (unique across clients) of the lock's last
+-- 32 last releases, newest first, each after a newline; the key lives the
+-- replay window from the newest. So the releases of a lock leave one key
+-- of at most 32 records, whoever the owners were (a handle per request is
+-- an owner per request). A record is dropped only by the 32nd later last
+-- release of the same lock; docs/safety.md says why 32 and what a re-send
+-- that comes later still gets. Without request (a caller that passes a
+-- latch key of its own per request), any record counts.
 local function ran_by(latched, request)
   if request then
-    return latched == request
+    return latched ~= false and string.find(latched .. '\n', '\n' .. request .. '\n', 1, true) ~= nil
   end
   return latched ~= false
 end
 
--- set_latch records in latch that request's last release ran, for ttl
+-- set_latch records in latch that request's last release ran: the record
+-- goes first, the latch's 31 newest others follow, and the latch lives ttl
 -- milliseconds (see ran_by).
 local function set_latch(latch, request, ttl)
-  redis.call('SET', latch, request or '1', 'PX', ttl)
+  local latched = redis.call('SET', latch, request and '\n' .. request or '1', 'PX', ttl, 'GET')
+  if request and latched then
+    local cut = 0
+    for _ = 1, 32 do
+      cut = string.find(latched, '\n', cut + 1, true)
+      if not cut then
+        break
+      end
+    end
+    redis.call('APPEND', latch, cut and string.sub(latched, 1, cut - 1) or latched)
+  end
 end
 
 -- release drops one hold of owner, unless this request already did, and
@@ -85,9 +97,9 @@ local function release(hash, owner, sent, lease, latch, request, latched, stored
   if latched == nil then
     latched = redis.call('GET', latch)
   end
-  -- The owner's latch names its latest last release: a copy of that
-  -- request is answered from it first, even when it arrives (very late)
-  -- after the owner took the lock again, which it must not release.
+  -- The lock's latch names its recent last releases: a copy of one is
+  -- answered from it first, even when it arrives (very late) after the
+  -- owner took the lock again, which it must not release.
   if request and ran_by(latched, request) then
     return {1, 0}
   end

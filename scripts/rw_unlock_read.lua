@@ -2,7 +2,7 @@
 -- clock.lua and rw_common.lua.
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the lock's channel, redisson_rwlock:{name}
--- KEYS[3]  the latch key: the owner's with ARGV[7], else this request's
+-- KEYS[3]  the latch key: the lock's with ARGV[7], else this request's
 --          (same hash slot; see ran_by)
 -- ARGV[1]  lease in milliseconds (the hash keeps at least this while holds remain)
 -- ARGV[2]  the reader's field "<clientID>:<ownerID>"
@@ -10,7 +10,7 @@
 -- ARGV[4]  the message published when the last holder leaves ("0")
 -- ARGV[5]  latch lifetime in milliseconds
 -- ARGV[6]  how to publish: 'c', 's' or 'cs' (see publish.lua)
--- ARGV[7]  optional: this request's ID, recorded in the owner's latch
+-- ARGV[7]  optional: this request's ID, recorded in the lock's latch
 -- Reply:   {1, 0}      released: that was the reader's last hold
 --          {0, holds}  the reader still holds, with holds left
 --          {-1, 0}     not held by this reader (never, or its holds ran

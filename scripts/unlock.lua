@@ -3,14 +3,14 @@
 -- (at the preludes line).
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the lock's unlock channel
--- KEYS[3]  the owner's latch key (same hash slot as KEYS[1]; see ran_by)
+-- KEYS[3]  the lock's latch key (same hash slot as KEYS[1]; see ran_by)
 -- ARGV[1]  lease in milliseconds, restored while holds remain
 -- ARGV[2]  owner field
 -- ARGV[3]  the owner's hold count as the client last saw it
 -- ARGV[4]  the message to publish on the last release
 -- ARGV[5]  latch lifetime in milliseconds
 -- ARGV[6]  how to publish: 'c', 's' or 'cs' (see publish.lua)
--- ARGV[7]  this request's ID, recorded in the latch
+-- ARGV[7]  this request's ID (unique across clients), recorded in the latch
 -- KEYS[4]  optional: the lock's waiter registry (same hash slot; see
 --          designate.lua)
 -- ARGV[8]  how many registered clients the last release designates to wake
@@ -21,16 +21,18 @@
 --          {-1, 0}     not held by this owner; nothing changed
 --
 -- Replays are answered without a second effect: the last release records
--- its request in the owner's short-lived latch, and a decrement that
--- already ran shows as a stored count one below the client's count.
+-- its request in the lock's short-lived latch (the lock's last 32 last
+-- releases, see ran_by), and a decrement that already ran shows as a
+-- stored count one below the client's count.
 --
 -- The fast path, before the preludes are defined (see lua.preludesHere):
 -- the owner's last hold. It records the release in the latch first,
--- reading the record it replaces in the same command (SET ... GET, one
--- command where GET then SET would be two): a record naming this very
--- request means the release ran already and this is a late copy, which
--- changes nothing more (rewriting the record with its own value is
--- harmless); a record without a request ID counts only once no hold is
+-- reading the records it replaces in the same command (SET ... GET, one
+-- command where GET then SET would be two): records naming this very
+-- request mean the release ran already and this is a late copy, which
+-- puts the records back and changes nothing more; otherwise the older
+-- records are appended again, the oldest beyond 32 left out (see
+-- set_latch); a record without a request ID counts only once no hold is
 -- left (see release). With no rlock client registered as waiting (nobody
 -- to designate) it returns there; otherwise the designation follows the
 -- preludes. Any other release takes the slow path, which is handed the
@@ -39,9 +41,20 @@ local stored = redis.call('HGET', KEYS[1], ARGV[2])
 local registered = KEYS[4] ~= nil and (tonumber(ARGV[8]) or 0) > 0 and redis.call('EXISTS', KEYS[4]) == 1
 local last = stored == '1' and tonumber(ARGV[3]) == 1
 if last then
-  local latched = redis.call('SET', KEYS[3], ARGV[7] or '1', 'PX', ARGV[5], 'GET')
-  if ARGV[7] and latched == ARGV[7] then -- ran_by, inlined (a record without a request counts only when no hold is left)
-    return {1, 0}
+  local latched = redis.call('SET', KEYS[3], ARGV[7] and '\n' .. ARGV[7] or '1', 'PX', ARGV[5], 'GET')
+  if ARGV[7] and latched then -- ran_by and set_latch, inlined (a record without a request counts only when no hold is left)
+    if string.find(latched .. '\n', '\n' .. ARGV[7] .. '\n', 1, true) then
+      redis.call('SET', KEYS[3], latched, 'PX', ARGV[5])
+      return {1, 0}
+    end
+    local cut = 0
+    for _ = 1, 32 do
+      cut = string.find(latched, '\n', cut + 1, true)
+      if not cut then
+        break
+      end
+    end
+    redis.call('APPEND', KEYS[3], cut and string.sub(latched, 1, cut - 1) or latched)
   end
   redis.call('DEL', KEYS[1])
   if not registered then

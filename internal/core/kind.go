@@ -94,7 +94,7 @@ type scriptCall struct {
 
 // latch is where a last release records that it ran, so that its re-send
 // answers from the record (see ran_by in scripts/holds.lua): the
-// owner's latch key, the request's ID and how long the record lives (the
+// lock's latch key, the request's ID and how long the record lives (the
 // client's replay window).
 type latch struct {
 	key, request string

@@ -58,7 +58,7 @@ type Lock struct {
 	kind     kind
 	ownerID  string // the handle's own owner ID
 	ownField string // the handle's own owner: client ID, ":", ownerID
-	ownLatch string // the latch key of ownField's holds (see latchOf)
+	latch    string // the lock's latch key, shared by its owners' releases (see latchOf)
 	last     atomic.Pointer[holding]
 }
 
@@ -86,7 +86,7 @@ func (c *Client) NewLock(name string, cfg LockConfig) (*Lock, error) {
 		kind:     k,
 		ownerID:  id,
 		ownField: c.id + ":" + id,
-		ownLatch: base.DerivedKey(base.LatchPrefix, name) + ":" + k.field(c.id+":"+id),
+		latch:    base.DerivedKey(base.LatchPrefix, name),
 	}, nil
 }
 
@@ -104,7 +104,6 @@ func (c *Client) NewRWLock(name string, read, write LockConfig) (r, w *Lock, err
 		return nil, nil, err
 	}
 	w.ownerID, w.ownField = r.ownerID, r.ownField
-	w.ownLatch = base.DerivedKey(base.LatchPrefix, name) + ":" + w.kind.field(w.ownField)
 	return r, w, nil
 }
 

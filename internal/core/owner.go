@@ -37,7 +37,6 @@ type ownerState struct {
 	settling    bool          // settleNow is running
 	resend      bool          // unsure after an acquire that its Lock call sends again
 	lease       time.Duration // TTL restored by a release that leaves holds
-	latch       string        // the owner's latch key (see Lock.latchOf); "" until the first release
 	watch       *renewal.Lease
 
 	held    atomic.Bool             // count > 0, readable without sem

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -277,17 +276,10 @@ func (l *Lock) settleOnce(o *ownerState, pause time.Duration) (bool, time.Durati
 }
 
 // latchOf returns the latch of a fresh release request of o's owner: the
-// owner's latch key, in the lock's hash slot, and a new request ID (unique
-// within the client, whose ID the key carries). o's semaphore must be held.
-func (l *Lock) latchOf(o *ownerState) latch {
-	switch {
-	case o.latch != "":
-	case o.key.field == l.kind.field(l.ownField):
-		o.latch = l.ownLatch
-	default:
-		o.latch = base.DerivedKey(base.LatchPrefix, l.name) + ":" + o.key.field
-	}
-	return latch{key: o.latch, request: strconv.FormatUint(l.c.requests.Add(1), 36), ttl: l.c.replay}
+// lock's latch key, in the lock's hash slot, shared by every owner, and a
+// new request ID, unique across clients (see ran_by in scripts/holds.lua).
+func (l *Lock) latchOf(*ownerState) latch {
+	return latch{key: l.latch, request: l.c.requestID(), ttl: l.c.replay}
 }
 
 // latchKey returns a fresh request's latch key of its own, in the lock's
