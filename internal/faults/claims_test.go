@@ -435,7 +435,7 @@ func (cc *claimCheck) checkOrphans(before, after []word, snaps []snapshot) {
 
 func (cc *claimCheck) violate(format string, args ...any) {
 	cc.counted++
-	if len(cc.violations) < 20 {
+	if len(cc.violations) < 3 {
 		cc.violations = append(cc.violations, fmt.Sprintf(format, args...))
 	}
 }
