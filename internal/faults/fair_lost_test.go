@@ -70,6 +70,7 @@ func TestFaultFairHolderLost(t *testing.T) {
 		cfg := baseConfig("fair: holder killed or paused past its lease")
 		cfg.fair, cfg.fifo = true, true
 		cfg.lease = time.Second
+		cfg.strangers = true // the holder processes' holds
 		cfg.section = 20 * time.Millisecond
 		cfg.untilInjected = true
 		const margin = 2 * time.Second // a bound on behaviour, not a speed claim

@@ -244,6 +244,7 @@ func TestFaultRestart(t *testing.T) {
 		cfg.section = 50 * time.Millisecond
 		cfg.exclusive = false
 		cfg.tokensReset = true // no persistence: the counter starts again
+		cfg.noCover = true     // holders believe until told: the data is gone
 		restarts, want := 0, strikes()
 		cfg.inject = func(r *rig, stop <-chan struct{}) {
 			for restarts < want && r.waitInside(stop) {
@@ -341,6 +342,7 @@ func TestFaultHolderKilled(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		cfg := baseConfig("holder process killed (SIGKILL)")
 		cfg.lease = time.Second
+		cfg.strangers = true // the child's hold
 		r := newRig(t, b, cfg)
 		childID := len(r.workers)
 		call := r.rec.Now()
@@ -523,6 +525,7 @@ func TestFaultForceUnlockResent(t *testing.T) {
 				cfg := baseConfig(name)
 				cfg.force, cfg.fair = true, fairLock
 				cfg.exclusive = false
+				cfg.noCover = true                 // a force unlock deletes holds behind their holders' backs
 				cfg.think = 150 * time.Millisecond // the lock is often free when it is force-unlocked
 				newRig(t, b, cfg).run(nil)
 			})

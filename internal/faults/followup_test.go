@@ -112,6 +112,7 @@ func (w *worker) once(k history.Kind, count int) (int, history.Outcome, error) {
 // onceFn is once for fn, a call of kind k on the lock.
 func (w *worker) onceFn(k history.Kind, count int, fn func(context.Context) error) (int, history.Outcome, error) {
 	ctx := w.r.ctx
+	defer w.act.begin(k == history.Unlock || w.shortening)() // through the count read below
 	call := w.r.rec.Now()
 	err := fn(ctx)
 	if err != nil && w.r.cfg.forbid != nil && w.r.cfg.forbid(err) {
@@ -190,6 +191,8 @@ const (
 // watchdog. It returns the outcome of the acquisition and the worker's
 // hold count after it.
 func (w *worker) leaseReentry(count int) (history.Outcome, int, error) {
+	w.shortening = true
+	defer func() { w.shortening = false }()
 	if w.rng.IntN(2) == 0 {
 		out, after, _, err := w.doFn(history.Lock, count, func(ctx context.Context) error { return w.l.LockLease(ctx, shortLease) })
 		return out, after, err

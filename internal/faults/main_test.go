@@ -31,6 +31,8 @@ type row struct {
 	tokensChecked                  bool
 	fifoWaits, fifoViolations      int
 	fifoChecked                    bool
+	claimSamples, claimViolations  int
+	claimChecked                   bool
 }
 
 var summary struct {
@@ -55,8 +57,8 @@ func printSummary() {
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].fault < rows[j].fault })
 	var b strings.Builder
 	b.WriteString("\nfault runs (acquisitions include re-entries; unknown = calls with an unknown outcome, each followed by a read of the caller's hold count):\n")
-	b.WriteString("| fault | backend | clients | acquisitions checked | unknown outcomes | losses told | linearizability violations | exclusion violations | fencing tokens checked (violations) | queued waits checked for FIFO (violations) |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("| fault | backend | clients | acquisitions checked | unknown outcomes | losses told | linearizability violations | exclusion violations | fencing tokens checked (violations) | queued waits checked for FIFO (violations) | holder-vs-server samples (violations) |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range rows {
 		lin, ex := "n/a", "n/a"
 		if r.linChecked {
@@ -73,8 +75,12 @@ func printSummary() {
 		if r.fifoChecked {
 			fifo = fmt.Sprintf("%d (%d)", r.fifoWaits, r.fifoViolations)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %s | %s | %s | %s |\n",
-			r.fault, r.backend, r.clients, r.acquisitions, r.unknown, r.lost, lin, ex, tok, fifo)
+		claims := "n/a"
+		if r.claimChecked {
+			claims = fmt.Sprintf("%d (%d)", r.claimSamples, r.claimViolations)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %s | %s | %s | %s | %s |\n",
+			r.fault, r.backend, r.clients, r.acquisitions, r.unknown, r.lost, lin, ex, tok, fifo, claims)
 	}
 	fmt.Print(b.String())
 }

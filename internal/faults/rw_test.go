@@ -135,6 +135,7 @@ func (w *worker) rwDo(sd *side, k history.Kind) (out history.Outcome, answered b
 // unknown outcome is followed by a read of the side's hold count.
 func (w *worker) rwOnce(sd *side, k history.Kind, fn func(context.Context) error) (history.Outcome, error) {
 	ctx := w.r.ctx
+	defer w.act.begin(k == history.Unlock)() // through the count read below
 	call := w.r.rec.Now()
 	err := fn(ctx)
 	out := history.Classify(k, err)

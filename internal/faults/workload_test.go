@@ -17,6 +17,7 @@ import (
 
 	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/fair"
+	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/history"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/reentrant"
@@ -76,6 +77,11 @@ type config struct {
 	// still take effect (negative: any time); see history.CheckLinearizable.
 	grace   time.Duration
 	timeout time.Duration // the whole run
+	// noCover turns off the holder-vs-server check's Cover half, for
+	// faults that delete holds behind their holders' backs (a restart, a
+	// force unlock); strangers allows holder fields of no worker (a killed
+	// holder process). See claims_test.go.
+	noCover, strangers bool
 }
 
 // rig is one fault run in progress: a lock name, a recorder, the workers
@@ -105,6 +111,7 @@ type rig struct {
 	forbidden     atomic.Int64 // calls that returned an error cfg.forbid rejects
 	forbiddenLast atomic.Value // the last such error, as a string
 	forcer        *forcer      // cfg.force
+	claims        *claimCheck  // the holder-vs-server check
 }
 
 // grant is a holding period's first acquisition and its fencing token.
@@ -122,20 +129,26 @@ type handle interface {
 	ForceUnlock(ctx context.Context) (bool, error)
 	Done() <-chan struct{}
 	Token() int64
+	Err() error
+	Until() time.Time
 }
 
 // worker is one owner: its own go-redis client, rlock client and handle.
 type worker struct {
-	id       int
-	r        *rig
-	c        *rlock.Client
-	l        handle
-	private  handle         // a lock only this worker takes (cfg.leases)
-	rw       *rwlock.RWLock // cfg.rw: the lock (l is its write side)
-	rng      *rand.Rand
-	unknown  int // attempts whose outcome was unknown (then a count read)
-	lost     int // holding periods that ended in a loss the worker was told of
-	acquired int // holding periods
+	id      int
+	r       *rig
+	c       *rlock.Client
+	l       handle
+	private handle         // a lock only this worker takes (cfg.leases)
+	rw      *rwlock.RWLock // cfg.rw: the lock (l is its write side)
+	act     activity       // the worker's calls in flight, for the claims check
+	// shortening: the calls under way may shorten the worker's holds
+	// (a MultiLock with a lease over the held lock sets its members' lease).
+	shortening bool
+	rng        *rand.Rand
+	unknown    int // attempts whose outcome was unknown (then a count read)
+	lost       int // holding periods that ended in a loss the worker was told of
+	acquired   int // holding periods
 }
 
 // newRig builds the clients and handles of a run on b.
@@ -184,7 +197,28 @@ func newRig(t *testing.T, b *redistest.Backend, cfg config) *rig {
 	if cfg.force {
 		r.forcer = newForcer(r, seed)
 	}
+	r.claims = r.newClaims()
 	return r
+}
+
+// newClaims registers every worker's handles with a holder-vs-server check
+// reading the backend through a client of its own.
+func (r *rig) newClaims() *claimCheck {
+	ctx := context.Background()
+	cc := newClaimCheck(r.t, r.cfg.lease/2+300*time.Millisecond, r.b.Universal(r.t))
+	cc.cover, cc.strangers = !r.cfg.noCover, r.cfg.strangers
+	for _, w := range r.workers {
+		field, err := w.l.Owner(ctx)
+		require.NoError(r.t, err)
+		label := fmt.Sprintf("worker %d", w.id)
+		if r.cfg.rw {
+			cc.add(handleClaim(label+" read", w.rw.ReadLock(), &w.act, 0, r.name, field, true))
+			cc.add(handleClaim(label+" write", w.rw.WriteLock(), &w.act, 0, r.name, base.WriterField(field), false))
+			continue
+		}
+		cc.add(handleClaim(label, w.l, &w.act, 0, r.name, field, false))
+	}
+	return cc
 }
 
 // newClient returns a worker's rlock client on its own go-redis client,
@@ -220,6 +254,10 @@ func (r *rig) newHandle(c *rlock.Client, name string) handle {
 	return l
 }
 
+// claimEvery is the pause between two samples of the holder-vs-server
+// check in a fault run.
+const claimEvery = 5 * time.Millisecond
+
 // run runs every worker for its rounds while the injector strikes (on the
 // test goroutine, so it may fail the test), heals with heal, then checks
 // the history and reports the figures.
@@ -249,6 +287,11 @@ func (r *rig) run(heal func()) {
 	} else {
 		close(watched)
 	}
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		r.claims.run(stop, claimEvery)
+	}()
 	forced := make(chan struct{})
 	if r.forcer != nil {
 		go func() {
@@ -265,6 +308,7 @@ func (r *rig) run(heal func()) {
 	<-stop
 	<-watched
 	<-forced
+	<-sampled
 	if heal != nil {
 		heal()
 	}
@@ -354,6 +398,8 @@ func (r *rig) checkHistory() {
 			t.Errorf("%d fencing-token violations among %d grants", res.tokenViolations, res.tokens)
 		}
 	}
+	res.claimSamples, res.claimViolations = r.claims.report(t, r.cfg.fault)
+	res.claimChecked = true
 	report(res)
 	t.Logf("%s/%s: %d clients, %d holding periods, %d acquisitions checked (re-entries included), %d attempts with an unknown outcome, %d losses told, %d linearizability and %d exclusion violations",
 		r.cfg.fault, r.b.Name, res.clients, periods, res.acquisitions, res.unknown, res.lost, res.linViolations, res.overlaps)
