@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -227,6 +228,7 @@ func (cc *claimCheck) readServer(i int) snapshot {
 	}
 	names := map[string]bool{}
 	var reads []readKeys
+	var writers [][2]string
 	seenRead := map[[2]string]bool{}
 	for _, c := range cc.claims {
 		for _, m := range c.members {
@@ -234,6 +236,9 @@ func (cc *claimCheck) readServer(i int) snapshot {
 				continue
 			}
 			names[m.name] = true
+			if strings.HasSuffix(m.field, ":write") && !slices.Contains(writers, [2]string{m.name, m.field}) {
+				writers = append(writers, [2]string{m.name, m.field})
+			}
 			if m.read && m.field != "" && !seenRead[[2]string{m.name, m.field}] {
 				seenRead[[2]string{m.name, m.field}] = true
 				reads = append(reads, readKeys{name: m.name, field: m.field})
@@ -244,6 +249,8 @@ func (cc *claimCheck) readServer(i int) snapshot {
 	defer cancel()
 	hashes := map[string]*redis.MapStringStringCmd{}
 	pttls := map[string]*redis.DurationCmd{}
+	untils := map[[2]string]*redis.StringCmd{}
+	var clock *redis.TimeCmd
 	s := snapshot{t0: time.Now()}
 	_, err := cc.servers[i].TxPipelined(ctx, func(p redis.Pipeliner) error {
 		for name := range names {
@@ -255,6 +262,10 @@ func (cc *claimCheck) readServer(i int) snapshot {
 				reads[j].pttls = append(reads[j].pttls, p.PTTL(ctx, base.RWTimeoutKey(reads[j].name, reads[j].field, n)))
 			}
 		}
+		for _, w := range writers {
+			untils[w] = p.Get(ctx, writeUntilKey(w[0], w[1]))
+		}
+		clock = p.Time(ctx)
 		return nil
 	})
 	s.t1 = time.Now()
@@ -278,6 +289,7 @@ func (cc *claimCheck) readServer(i int) snapshot {
 		}
 		s.holds[name] = fields
 	}
+	lapseWriters(s.holds, untils, clock.Val())
 	for _, r := range reads {
 		h, ok := s.holds[r.name][r.field]
 		if !ok {
@@ -292,6 +304,34 @@ func (cc *claimCheck) readServer(i int) snapshot {
 		s.holds[r.name][r.field] = h
 	}
 	return s
+}
+
+// writeUntilKey is where a read-write lock records the end of a write
+// hold's lease while its owner also reads (see until_key in
+// scripts/rw_common.lua): every rw script treats the writer as gone once
+// that time has passed, so the check does too.
+func writeUntilKey(name, field string) string {
+	return base.SuffixKey(name, field+":rwlock_until")
+}
+
+// lapseWriters applies the write-until records to holds: a writer whose
+// recorded end has passed on the server's clock holds nothing; one whose
+// end lies ahead is protected no longer than that.
+func lapseWriters(holds map[string]map[string]hold, untils map[[2]string]*redis.StringCmd, now time.Time) {
+	for w, c := range untils {
+		ms, err := strconv.ParseInt(c.Val(), 10, 64)
+		h, ok := holds[w[0]][w[1]]
+		if err != nil || !ok {
+			continue // no record: the writer lasts as long as the hash
+		}
+		left := time.UnixMilli(ms).Sub(now)
+		if left <= 0 {
+			delete(holds[w[0]], w[1])
+			continue
+		}
+		h.protect = min(h.protect, left)
+		holds[w[0]][w[1]] = h
+	}
 }
 
 // pttlOf is a PTTL reply as a protection: the remaining TTL, a long one
