@@ -62,14 +62,44 @@ func (l *Lease) fire() {
 	if !l.over.CompareAndSwap(false, true) {
 		return
 	}
-	l.lost(l.ranOut())
+	// The registration ends under s.mu, but not by waiting for it here:
+	// many leases that run out together would each wait their turn, and
+	// a mutex many goroutines queue for hands itself over one by one,
+	// starving the leases not reported yet. l is queued (lock-free), and
+	// one goroutine at a time unregisters the queued leases; Stats does
+	// too, so no lease reported lost counts as registered.
 	s := l.s
-	s.mu.Lock()
-	if l.pos >= 0 {
-		s.unregister(l)
+	g := &goneEntry{l: l}
+	for {
+		g.next = s.goneQ.Load()
+		if s.goneQ.CompareAndSwap(g.next, g) {
+			break
+		}
 	}
-	s.stats.Lost++
-	s.mu.Unlock()
+	l.lost(l.ranOut())
+	for s.goneQ.Load() != nil && s.draining.CompareAndSwap(false, true) {
+		s.mu.Lock()
+		s.unregisterGone()
+		s.mu.Unlock()
+		s.draining.Store(false)
+	}
+}
+
+// goneEntry is a lease whose timer reported it lost, to unregister.
+type goneEntry struct {
+	l    *Lease
+	next *goneEntry
+}
+
+// unregisterGone unregisters the leases queued by their timers; s.mu must
+// be held.
+func (s *Scheduler) unregisterGone() {
+	for g := s.goneQ.Swap(nil); g != nil; g = g.next {
+		if g.l.pos >= 0 {
+			s.unregister(g.l)
+		}
+		s.stats.Lost++
+	}
 }
 
 // addMerge is how close an Add's expiry must be to the previous Add's

@@ -104,6 +104,9 @@ type Scheduler struct {
 	seq uint64 // node rounds started; owned by the loop goroutine
 
 	idle *sync.Cond // on mu; broadcast when a round's requests are answered
+
+	goneQ    atomic.Pointer[goneEntry] // leases their timers reported lost (see fire)
+	draining atomic.Bool               // a goroutine is unregistering them
 }
 
 // Lease is one lock's registration with the scheduler.
@@ -304,6 +307,7 @@ func (s *Scheduler) Close() {
 func (s *Scheduler) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.unregisterGone()
 	st := s.stats
 	st.Registered = len(s.all)
 	return st
