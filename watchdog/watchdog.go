@@ -79,17 +79,19 @@
 //     Err is non-nil whenever time.Now() is past Until, whatever reports
 //     the loss and however busy the client is;
 //   - Done closes and Ctx is cancelled by the lock's own timer, in a
-//     goroutine of its own, not by the scheduler's loop: within the
-//     runtime's timer latency (well under a millisecond on an idle
-//     process) plus the CPU time the losses reported at that moment take
-//     (a few µs each, shared by all cores), however many locks run out
-//     together. A CPU-starved process takes longer: 20,000 locks running
-//     out at once, with 8 goroutines keeping a 2-core machine busy, were
-//     all told within 0.31 s (0.92 s when the loop reported them one by
-//     one; 100,000: 1.2 s either way, the CPU time of the reports). A lock whose lease runs out before its first tick (the loop
-//     itself starved for more than lease - interval) is reported by the
-//     loop. A holder that must not act past its lease checks Err or Until
-//     before acting.
+//     goroutine of its own, not one after another on the scheduler's
+//     loop: within the runtime's timer latency (well under a millisecond
+//     on an idle process) plus the CPU time of the losses reported at
+//     that moment (several µs each, spread over the cores). A CPU-starved
+//     process takes longer: 20,000 locks running out at once, with 8
+//     goroutines keeping a loaded 2-core machine busy, were all told
+//     within 0.31 s (0.92 s when the loop reported them one by one);
+//     100,000 within 1.2 s either way, the CPU time of the reports. A lock
+//     whose lease runs out before its first tick (the loop itself starved
+//     for more than lease - interval) is reported by the loop.
+//
+// A holder that must not act past its lease checks Err or Until before
+// acting rather than relying on Done alone.
 
 package watchdog
 
