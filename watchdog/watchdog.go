@@ -44,9 +44,16 @@
 // its wake-ups: a renewed lock is moved, in O(1), to the cohort of locks
 // whose lease the same round extended; cohorts sit in a heap by when they
 // run out, and the timer wakes only for the next tick, a retry, a round's
-// bound, or the first cohort to run out, never to scan every lock. There is
-// no goroutine or timer per lock; the scheduler's goroutines exist only
-// while something is registered or a round is in flight.
+// bound, or the first cohort to run out, never to scan every lock. The
+// scheduler's goroutines exist only while something is registered or a
+// round is in flight.
+//
+// A lock still held at the first tick after it was registered gets a
+// runtime timer of its own (no goroutine), set for when its lease runs out
+// and reused for as long as it is held: when it fires after renewals moved
+// the lease on, it is set again (one timer firing per lease, not a timer
+// operation per renewal). A lock released within one interval never gets
+// one; until its first tick a lock is watched by its cohort.
 //
 // # Loss
 //
@@ -61,6 +68,30 @@
 // out before any renewal could reach its node (added while the node's
 // round was stuck) says so ("ran out before a renewal could reach" the
 // node). Every report wraps rlock.ErrLockLost.
+//
+// # How soon a holder learns that its lease ran out
+//
+// Until is the watchdog lease counted from the last renewal sent that
+// succeeded; it never moves once it has passed (a renewal answered after
+// that does not revive the lock), and from that moment:
+//
+//   - Err reports the loss at once: it compares the clock with Until, so
+//     Err is non-nil whenever time.Now() is past Until, whatever reports
+//     the loss and however busy the client is;
+//   - Done closes and Ctx is cancelled by the lock's own timer, in a
+//     goroutine of its own, not one after another on the scheduler's
+//     loop: within the runtime's timer latency (well under a millisecond
+//     on an idle process) plus the CPU time of the losses reported at
+//     that moment (several µs each, spread over the cores). A CPU-starved
+//     process takes longer: 20,000 locks running out at once, with 8
+//     goroutines keeping a loaded 2-core machine busy, were all told
+//     within 0.31 s (0.92 s when the loop reported them one by one);
+//     100,000 within 1.2 s either way, the CPU time of the reports. A lock
+//     whose lease runs out before its first tick (the loop itself starved
+//     for more than lease - interval) is reported by the loop.
+//
+// A holder that must not act past its lease checks Err or Until before
+// acting rather than relying on Done alone.
 
 package watchdog
 

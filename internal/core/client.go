@@ -57,6 +57,9 @@ type Client struct {
 
 	mu     sync.Mutex
 	owners map[ownerKey]*ownerState
+
+	lostQ    atomic.Pointer[lostEntry] // owners to forget after a loss (see lost)
+	draining atomic.Bool               // a goroutine is forgetting them
 }
 
 // Config is a validated client configuration (see reentrant's options).

@@ -51,10 +51,35 @@ func (hp *holding) done() <-chan struct{} { return hp.ctx.Done() }
 func (hp *holding) ended() bool { return hp.ctx.Err() != nil }
 
 // err returns why the holding ended: the loss, or nil while it lasts or
-// after a release.
+// after a release. Once what protects it (knownUntil) has passed, it is
+// lost: err says so at once, while the timer that ends it (Done, Ctx) may
+// still be on its way.
 func (hp *holding) err() error {
-	if cause := context.Cause(hp.ctx); cause != context.Canceled { // cancel(nil) sets exactly context.Canceled
+	switch cause := context.Cause(hp.ctx); cause {
+	case context.Canceled: // cancel(nil) sets exactly context.Canceled
+		return nil
+	case nil:
+		return hp.overdue(time.Now().UnixNano())
+	default:
 		return cause
+	}
+}
+
+// overdue returns the loss of a holding that has not ended yet if what
+// protects it has passed at now (unix ns), or nil.
+func (hp *holding) overdue(now int64) error {
+	if u := hp.until.Load(); u != 0 {
+		if now < u {
+			return nil
+		}
+		name := ""
+		if hp.lock != nil {
+			name = hp.lock.name
+		}
+		return leaseRanOut(name)
+	}
+	if w := hp.watch.Load(); w != nil && now >= w.Until().UnixNano() {
+		return w.RanOut()
 	}
 	return nil
 }

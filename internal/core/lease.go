@@ -137,8 +137,13 @@ func (l *Lock) setExpiry(o *ownerState, hp *holding, t time.Time) {
 		if time.Now().UnixNano() < hp.until.Load() {
 			return // moved on meanwhile; the timer was reset
 		}
-		l.c.lost(o, hp, base.Lost(base.LossLeaseExpired, fmt.Errorf("%w: the lease of %q ran out", base.ErrLockLost, l.name)))
+		l.c.lost(o, hp, leaseRanOut(l.name))
 	})
+}
+
+// leaseRanOut is the loss of a holding whose explicit lease ran out.
+func leaseRanOut(name string) error {
+	return base.Lost(base.LossLeaseExpired, fmt.Errorf("%w: the lease of %q ran out", base.ErrLockLost, name))
 }
 
 // watch has the watchdog renew o's holds, counting the lease from sent,

@@ -129,12 +129,42 @@ func (c *Client) forgetLocked(o *ownerState) {
 
 // lost is the watchdog's or the lease's report for hp: end the holding and
 // forget o if nobody is using it.
+//
+// Many losses come at once (the timers of holdings that ran out together):
+// each would wait its turn for c.mu, and a mutex that many goroutines
+// queue for hands itself over one by one, starving the losses not yet
+// reported. So a loss queues o (lock-free) and one goroutine at a time
+// forgets the queued owners under c.mu.
 func (c *Client) lost(o *ownerState, hp *holding, err error) {
 	hp.lose(err)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if o.holding.Load() == hp {
-		c.forgetLocked(o)
+	e := &lostEntry{o: o, hp: hp}
+	for {
+		e.next = c.lostQ.Load()
+		if c.lostQ.CompareAndSwap(e.next, e) {
+			break
+		}
+	}
+	for c.lostQ.Load() != nil && c.draining.CompareAndSwap(false, true) {
+		c.mu.Lock()
+		c.forgetLostLocked()
+		c.mu.Unlock()
+		c.draining.Store(false)
+	}
+}
+
+// lostEntry is a queued owner to forget (see lost).
+type lostEntry struct {
+	o    *ownerState
+	hp   *holding
+	next *lostEntry
+}
+
+// forgetLostLocked forgets the owners queued by lost; c.mu must be held.
+func (c *Client) forgetLostLocked() {
+	for e := c.lostQ.Swap(nil); e != nil; e = e.next {
+		if e.o.holding.Load() == e.hp {
+			c.forgetLocked(e.o)
+		}
 	}
 }
 
@@ -147,5 +177,6 @@ func Records(v any) int {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.forgetLostLocked()
 	return len(c.owners)
 }

@@ -2,6 +2,7 @@ package renewal
 
 import (
 	"container/heap"
+	"math"
 	"time"
 )
 
@@ -20,6 +21,86 @@ import (
 // A renewal moves a lease from its cohort to the round's: a few pointer
 // writes, no heap operation per lease. The loop's timer waits for the top
 // cohort; when it runs out, its whole list is reported.
+//
+// Cohorts only serve a lease until the first tick that carries it: that
+// tick arms the lease's own timer (a runtime timer, not a goroutine), which
+// takes over. The timer is set for the lease's until and, when it fires
+// with until moved on by renewals meanwhile, is set again (so a renewed
+// lease costs a timer firing per lease, not a timer operation per
+// renewal); when it fires with until passed, it reports the loss from its
+// own goroutine. Leases that run out together are so reported in parallel,
+// each within the runtime's timer latency of its until, instead of one by
+// one on the loop. A lease held for less than an interval never gets one.
+
+// arm gives every lease of a tick that has none its timer, a chunk at a
+// time under s.mu.
+func (s *Scheduler) armAll(leases []*Lease) {
+	for lo := 0; lo < len(leases); lo += applyChunk {
+		s.mu.Lock()
+		for _, l := range leases[lo:min(lo+applyChunk, len(leases))] {
+			if l.pos >= 0 && l.timer.Load() == nil {
+				s.leave(l)
+				t := time.AfterFunc(time.Duration(math.MaxInt64), l.fire)
+				l.timer.Store(t) // before it can fire
+				t.Reset(time.Until(time.Unix(0, l.until.Load())))
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// fire is l's timer: it reports l lost if until has passed, or waits for
+// until again. The registration ends before the report, as with any loss.
+func (l *Lease) fire() {
+	if l.over.Load() {
+		return
+	}
+	if d := time.Until(time.Unix(0, l.until.Load())); d > 0 {
+		l.timer.Load().Reset(d)
+		return
+	}
+	if !l.over.CompareAndSwap(false, true) {
+		return
+	}
+	// The registration ends under s.mu, but not by waiting for it here:
+	// many leases that run out together would each wait their turn, and
+	// a mutex many goroutines queue for hands itself over one by one,
+	// starving the leases not reported yet. l is queued (lock-free), and
+	// one goroutine at a time unregisters the queued leases; Stats does
+	// too, so no lease reported lost counts as registered.
+	s := l.s
+	g := &goneEntry{l: l}
+	for {
+		g.next = s.goneQ.Load()
+		if s.goneQ.CompareAndSwap(g.next, g) {
+			break
+		}
+	}
+	l.lost(l.ranOut())
+	for s.goneQ.Load() != nil && s.draining.CompareAndSwap(false, true) {
+		s.mu.Lock()
+		s.unregisterGone()
+		s.mu.Unlock()
+		s.draining.Store(false)
+	}
+}
+
+// goneEntry is a lease whose timer reported it lost, to unregister.
+type goneEntry struct {
+	l    *Lease
+	next *goneEntry
+}
+
+// unregisterGone unregisters the leases queued by their timers; s.mu must
+// be held.
+func (s *Scheduler) unregisterGone() {
+	for g := s.goneQ.Swap(nil); g != nil; g = g.next {
+		if g.l.pos >= 0 {
+			s.unregister(g.l)
+		}
+		s.stats.Lost++
+	}
+}
 
 // addMerge is how close an Add's expiry must be to the previous Add's
 // cohort to join it.

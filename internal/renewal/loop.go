@@ -124,21 +124,29 @@ func (lp *loop) expire(now time.Time) {
 	s := lp.s
 	s.mu.Lock()
 	gone := s.popExpired(now)
-	s.stats.Lost += uint64(len(gone))
 	s.mu.Unlock()
+	reported := 0
 	for _, l := range gone {
-		l.lost(l.ranOut())
+		if l.over.CompareAndSwap(false, true) {
+			l.lost(l.ranOut())
+			reported++
+		}
+	}
+	if reported > 0 {
+		s.mu.Lock()
+		s.stats.Lost += uint64(reported)
+		s.mu.Unlock()
 	}
 }
 
 // ranOut is the loss report of a lease that ran out, naming the cause.
 func (l *Lease) ranOut() error {
-	if l.lastErr != nil {
-		return base.Lost(base.LossRenewalFailed, fmt.Errorf("%w: lease of %q ran out while renewal failed: %w", base.ErrLockLost, l.key, l.lastErr))
+	if err := l.lastErr.Load(); err != nil {
+		return base.Lost(base.LossRenewalFailed, fmt.Errorf("%w: lease of %q ran out while renewal failed: %w", base.ErrLockLost, l.key, *err))
 	}
 	where := "its server"
-	if l.node != "" {
-		where = l.node
+	if n := l.node.Load(); n != nil && *n != "" {
+		where = *n
 	}
 	return base.Lost(base.LossRenewalLate, fmt.Errorf("%w: lease of %q ran out before a renewal could reach %s", base.ErrLockLost, l.key, where))
 }
@@ -171,10 +179,11 @@ func (lp *loop) failed(r *round, err error, leases []*Lease, now time.Time) {
 	} else {
 		s.stats.Errors++
 	}
+	perr := &err
 	for _, l := range leases {
 		// Not if it is gone, or renewed by a later round (elsewhere).
 		if l.pos >= 0 && l.base.Before(r.started) {
-			l.lastErr = err
+			l.lastErr.Store(perr)
 			lp.retry = append(lp.retry, l)
 		}
 	}
@@ -205,6 +214,7 @@ func (lp *loop) tick(now time.Time) {
 	if len(all) == 0 {
 		return
 	}
+	s.armAll(all)
 	t := &tick{start: now}
 	lp.dispatch(all, t, now)
 	for id, n := range lp.nodes { // forget nodes that serve none of them
@@ -220,7 +230,7 @@ func (lp *loop) resend(now time.Time) {
 	var again []*Lease
 	s.mu.Lock()
 	for _, l := range lp.retry {
-		if l.pos >= 0 && l.lastErr != nil {
+		if l.pos >= 0 && l.lastErr.Load() != nil {
 			again = append(again, l)
 		}
 	}
@@ -245,7 +255,7 @@ func (lp *loop) dispatch(leases []*Lease, t *tick, now time.Time) {
 		}
 		n.target = g.target
 		for _, l := range g.leases {
-			l.node = g.id
+			l.node.Store(&n.id)
 		}
 		if t != nil {
 			t.open++
@@ -281,7 +291,7 @@ func (lp *loop) start(n *node, leases []*Lease, t *tick, now time.Time) {
 	for lo := 0; lo < len(leases); lo += applyChunk {
 		s.mu.Lock()
 		for _, l := range leases[lo:min(lo+applyChunk, len(leases))] {
-			if l.pos >= 0 && l.mark != s.seq {
+			if l.pos >= 0 && !l.over.Load() && l.mark != s.seq {
 				l.mark = s.seq
 				l.inflight.Add(1)
 				once = append(once, l)
@@ -346,23 +356,38 @@ func (lp *loop) finish(r *round, now time.Time) {
 func (lp *loop) apply(r *round) {
 	s := lp.s
 	renewedTo := newCohort(r.sent.Add(s.lease))
+	renewedUntil := r.sent.Add(s.lease).UnixNano()
 	var lost, failed []*Lease
 	renewed := 0
 	for lo := 0; lo < len(r.order); lo += applyChunk {
 		s.mu.Lock()
+		now := time.Now().UnixNano()
 		for i := lo; i < min(lo+applyChunk, len(r.order)); i++ {
 			l := r.order[i]
-			if l.pos < 0 || !r.sent.After(l.base) {
+			if l.pos < 0 || l.over.Load() || !r.sent.After(l.base) {
 				continue
 			}
 			switch r.held[i] {
 			case 1:
-				l.base, l.lastErr = r.sent, nil
-				s.moveTo(l, renewedTo)
+				if now >= l.until.Load() {
+					// Ran out before the reply came: lost, whatever
+					// the reply says (Until never moves once passed);
+					// its timer or cohort reports it.
+					continue
+				}
+				l.base = r.sent
+				l.until.Store(renewedUntil)
+				l.lastErr.Store(nil)
+				if l.timer.Load() == nil {
+					s.moveTo(l, renewedTo)
+				}
 				renewed++
 			case 0:
 				s.unregister(l)
-				lost = append(lost, l)
+				if l.over.CompareAndSwap(false, true) {
+					l.end()
+					lost = append(lost, l)
+				}
 			default:
 				failed = append(failed, l)
 			}
@@ -382,8 +407,9 @@ func (lp *loop) apply(r *round) {
 		}
 		err := fmt.Errorf("renewal on %s: %w", r.node.id, cause)
 		if r.timedOut { // retried already: keep the real error
+			perr := &err
 			for _, l := range failed {
-				l.lastErr = err
+				l.lastErr.Store(perr)
 			}
 			s.mu.Lock()
 			s.stats.Errors++

@@ -104,6 +104,9 @@ type Scheduler struct {
 	seq uint64 // node rounds started; owned by the loop goroutine
 
 	idle *sync.Cond // on mu; broadcast when a round's requests are answered
+
+	goneQ    atomic.Pointer[goneEntry] // leases their timers reported lost (see fire)
+	draining atomic.Bool               // a goroutine is unregistering them
 }
 
 // Lease is one lock's registration with the scheduler.
@@ -119,15 +122,26 @@ type Lease struct {
 	// Guarded by s.mu.
 	pos        int       // index in s.all; -1 once no longer registered
 	base       time.Time // when the last successful renewal (or the acquire) was sent
-	c          *cohort   // runs out with it: at base + lease, or up to addMerge earlier
+	c          *cohort   // runs out with it (see expiry.go); nil once timer is armed
 	prev, next *Lease    // in c's list
+
+	// until is base + lease (unix ns), written under s.mu, read by anyone:
+	// it only moves on, and never once it has passed (see apply).
+	until atomic.Int64
+	// timer fires at until (re-armed if until moved on meanwhile) and
+	// reports the loss from its own goroutine; armed by the first tick
+	// that carries the lease, never reallocated (see expiry.go).
+	timer atomic.Pointer[time.Timer]
+	// over is set by whoever ends the registration first: Stop, Close,
+	// or the one report of its loss.
+	over atomic.Bool
 
 	// Owned by the loop goroutine.
 	inflight atomic.Int32 // rounds carrying it whose requests are not answered yet
 
-	lastErr error  // why the last renewal round failed; nil after a success
-	node    string // the node the last round was meant for
-	mark    uint64 // the last round it was put in (drops duplicates)
+	lastErr atomic.Pointer[error]  // why the last renewal round failed; nil after a success
+	node    atomic.Pointer[string] // the node the last round was meant for
+	mark    uint64                 // the last round it was put in (drops duplicates)
 }
 
 // Stats counts what a scheduler has done.
@@ -176,12 +190,13 @@ func (s *Scheduler) LeaseDuration() time.Duration { return s.lease }
 
 // Until returns the time up to which the lock is known to be held: the
 // watchdog lease counted from when the last successful renewal (or the
-// acquisition) was sent.
-func (l *Lease) Until() time.Time {
-	l.s.mu.Lock()
-	defer l.s.mu.Unlock()
-	return l.base.Add(l.s.lease)
-}
+// acquisition) was sent. Once it has passed, it no longer moves: the lock
+// is lost, and reported lost within the bound the package doc states.
+func (l *Lease) Until() time.Time { return time.Unix(0, l.until.Load()) }
+
+// RanOut returns the loss the lease reports once Until has passed (see
+// the package doc for its cause).
+func (l *Lease) RanOut() error { return l.ranOut() }
 
 // Interval returns the time between renewal rounds.
 func (s *Scheduler) Interval() time.Duration { return s.interval }
@@ -204,6 +219,7 @@ func (s *Scheduler) Add(key, field string, sent time.Time, lost func(error)) *Le
 		return l
 	}
 	expires := sent.Add(s.lease)
+	l.until.Store(expires.UnixNano())
 	earlier := s.register(l, expires)
 	switch {
 	case !s.running:
@@ -232,11 +248,21 @@ func (s *Scheduler) Add(key, field string, sent time.Time, lost func(error)) *Le
 // Stop is idempotent.
 func (l *Lease) Stop() {
 	s := l.s
+	l.end()
 	s.mu.Lock()
 	if l.pos >= 0 {
 		s.unregister(l)
 	}
 	s.mu.Unlock()
+}
+
+// end marks the registration over, so that its loss is not reported, and
+// stops its timer.
+func (l *Lease) end() {
+	l.over.Store(true)
+	if t := l.timer.Load(); t != nil {
+		t.Stop()
+	}
 }
 
 // StopAndWait is Stop, then waits until every renewal of the lock already
@@ -245,6 +271,7 @@ func (l *Lease) Stop() {
 // not restore the watchdog's lease over an explicit one set next.
 func (l *Lease) StopAndWait() {
 	s := l.s
+	l.end()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if l.pos >= 0 {
@@ -266,6 +293,7 @@ func (s *Scheduler) Close() {
 		s.closed = true
 		for _, l := range s.all {
 			l.pos = -1
+			l.end()
 		}
 		s.all, s.cohorts, s.lastAdd = nil, nil, nil
 		close(s.closing)
@@ -279,6 +307,7 @@ func (s *Scheduler) Close() {
 func (s *Scheduler) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.unregisterGone()
 	st := s.stats
 	st.Registered = len(s.all)
 	return st
