@@ -155,9 +155,12 @@ func (hp *holding) releaseDone() {
 // explicit lease, unless a later call moves t on. The owner's semaphore
 // must be held.
 func (hp *holding) expireAt(t time.Time, lost func()) {
-	hp.until.Store(t.UnixNano())
 	hp.mu.Lock()
 	defer hp.mu.Unlock()
+	if hp.loseIfOverdue() {
+		return
+	}
+	hp.until.Store(t.UnixNano())
 	switch {
 	case hp.ended():
 	case hp.expiry == nil:
@@ -167,12 +170,38 @@ func (hp *holding) expireAt(t time.Time, lost func()) {
 	}
 }
 
+// loseIfOverdue ends the holding as lost if what protects it has passed
+// already (err has said so, or may have): a later call that finds the
+// holds on the server must not take back a loss once reported, so Err
+// never goes from non-nil back to nil. It reports whether the holding is
+// over. hp.mu must be held.
+func (hp *holding) loseIfOverdue() bool {
+	if hp.ended() {
+		return true
+	}
+	err := hp.overdue(time.Now().UnixNano())
+	if err == nil {
+		return false
+	}
+	if hp.releasing {
+		if hp.deferred == nil {
+			hp.deferred = err
+		}
+		return true
+	}
+	hp.endLocked(err)
+	return true
+}
+
 // keepAlive stops the lease's end from ending the holding: the watchdog
 // protects it now. The owner's semaphore must be held.
 func (hp *holding) keepAlive() {
-	hp.until.Store(0)
 	hp.mu.Lock()
 	defer hp.mu.Unlock()
+	if hp.loseIfOverdue() {
+		return
+	}
+	hp.until.Store(0)
 	if hp.expiry != nil {
 		hp.expiry.Stop()
 	}
