@@ -53,4 +53,10 @@ var (
 	// write lock (others may take the lock in between), or take the write
 	// lock first and the read lock under it (a downgrade, always granted).
 	ErrUpgrade = base.ErrUpgrade
+
+	// ErrWrongType means the key under a synchronizer's name (a semaphore's
+	// counter, for example) holds a value of another type or one that is
+	// not what the synchronizer stores there (a counter that is not an
+	// integer). Nothing was changed.
+	ErrWrongType = base.ErrWrongType
 )

@@ -53,4 +53,10 @@ var (
 	// may take the lock in between), or take the write lock first and the
 	// read lock under it (a downgrade, always granted).
 	ErrUpgrade = errors.New("rlock: the owner holds the read lock; the write lock would wait for itself")
+
+	// ErrWrongType means the key under a synchronizer's name (a semaphore's
+	// counter, for example) holds a value of another type or one that is
+	// not what the synchronizer stores there (a counter that is not an
+	// integer). Nothing was changed.
+	ErrWrongType = errors.New("rlock: key holds a value of another type")
 )

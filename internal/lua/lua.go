@@ -212,9 +212,10 @@ func script(src string) *redis.Script {
 
 // All lists every script, for preloading (SCRIPT LOAD) on each server.
 func All() []*redis.Script {
-	return []*redis.Script{Lock, Unlock, PassOn, ForceUnlock, Renew,
+	return append([]*redis.Script{Lock, Unlock, PassOn, ForceUnlock, Renew,
 		FairLock, FairUnlock, FairForceUnlock, FairLeave, FairQueue,
-		RWReadLock, RWWriteLock, RWUnlockRead, RWUnlockWrite, RWForceUnlock, RWLeave, RWHolds, RWState}
+		RWReadLock, RWWriteLock, RWUnlockRead, RWUnlockWrite, RWForceUnlock, RWLeave, RWHolds, RWState},
+		semScripts()...)
 }
 
 // The reentrant and fair locks' fast paths (lock.lua, unlock.lua,

@@ -251,6 +251,8 @@ type topic struct {
 	// registers: the client's waiters here register it with the lock (see
 	// Waiter.Registers), so dropping the topic unregisters it.
 	registers bool
+	// counting: a semaphore's channel (see JoinCounting).
+	counting bool
 }
 
 // Waiter is one blocked caller's membership in a channel. Receive from C to
@@ -612,6 +614,10 @@ func (h *Hub) message(channel, payload string, from int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t := h.topics[channel]
+	if t != nil && t.counting {
+		h.countingLocked(t, payload)
+		return
+	}
 	if first, second, ok := designees(payload); ok {
 		h.designatedLocked(t, channel, first, from)
 		if second != "" && second != first {

@@ -1,0 +1,18 @@
+-- Counting semaphore: add n permits, n possibly negative (Redisson's
+-- addPermits), once per operation ID; publishes the new count. Unlike
+-- Redisson's SET, INCRBY keeps the counter's TTL.
+-- KEYS: counter, channel, operation record. ARGV: n, operation ID, replay
+-- window ms, publish mode (see publish.lua).
+-- Reply: {applied (1; 0: a copy applied already), count}.
+local n, id = tonumber(ARGV[1]), ARGV[2]
+if sem_seen(KEYS[3], id) then
+  return {0, 0}
+end
+local _, bad = sem_count(KEYS[1])
+if bad then
+  return sem_malformed()
+end
+local v = redis.call('INCRBY', KEYS[1], n)
+sem_record(KEYS[3], id, tonumber(ARGV[3]))
+notify(KEYS[2], v, ARGV[4])
+return {1, v}

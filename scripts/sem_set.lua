@@ -1,0 +1,21 @@
+-- Counting semaphore: set the permits to n only if the counter does not
+-- exist (Redisson's trySetPermits; a stored 0 counts as set), publishing
+-- n; once per operation ID.
+-- KEYS: counter, channel, operation record. ARGV: n, operation ID, replay
+-- window ms, publish mode (see publish.lua).
+-- Reply: 1 when set (also for a copy of a call that set it), 0 otherwise.
+local n, id = tonumber(ARGV[1]), ARGV[2]
+if sem_seen(KEYS[3], id) then
+  return 1
+end
+local v, bad = sem_count(KEYS[1])
+if bad then
+  return sem_malformed()
+end
+if v ~= nil then
+  return 0
+end
+redis.call('SET', KEYS[1], n)
+sem_record(KEYS[3], id, tonumber(ARGV[3]))
+notify(KEYS[2], n, ARGV[4])
+return 1
