@@ -215,7 +215,7 @@ func All() []*redis.Script {
 	return append([]*redis.Script{Lock, Unlock, PassOn, ForceUnlock, Renew,
 		FairLock, FairUnlock, FairForceUnlock, FairLeave, FairQueue,
 		RWReadLock, RWWriteLock, RWUnlockRead, RWUnlockWrite, RWForceUnlock, RWLeave, RWHolds, RWState},
-		semScripts()...)
+		append(semScripts(), expScripts()...)...)
 }
 
 // The reentrant and fair locks' fast paths (lock.lua, unlock.lua,

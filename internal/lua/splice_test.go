@@ -36,7 +36,7 @@ func TestReentrantFastPathsComeBeforePreludes(t *testing.T) {
 // Every script defines only the prelude definitions it uses, and every
 // prelude name it uses is defined before use.
 func TestScriptsDefineOnlyThePreludesTheyUse(t *testing.T) {
-	preludes := holdsSrc + clockSrc + publishSrc + fairCommonSrc + rwCommonSrc + designateSrc + semCommonSrc
+	preludes := holdsSrc + clockSrc + publishSrc + fairCommonSrc + rwCommonSrc + designateSrc + semCommonSrc + expCommonSrc
 	var names []string
 	for line := range strings.Lines(preludes) {
 		if m := definition.FindStringSubmatch(line); m != nil {

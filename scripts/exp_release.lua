@@ -1,0 +1,34 @@
+-- Expirable semaphore: return a held permit (Redisson's release(id):
+-- ZREM, INCRBY, publish the new count), once per call; with ARGV[6]
+-- "cancel", also mark the permit's acquire as given back so that a late
+-- copy of it takes nothing.
+-- KEYS: counter, channel, timeout set, operation record. ARGV: raw permit
+-- ID, now (epoch ms), publish mode (see publish.lua), replay window ms,
+-- hex permit ID, "cancel" or "", operation ID of this call.
+-- Reply: 1 when returned while its lease ran (also for a copy of a call
+-- that did), 0 when the permit was not held or its lease had passed
+-- (returned to the pool then, as Redisson does).
+local hex = ARGV[5]
+if ARGV[6] == 'cancel' then
+  if not sem_seen(KEYS[4], hex .. '!') then
+    sem_record(KEYS[4], hex .. '!', tonumber(ARGV[4]))
+  end
+elseif sem_seen(KEYS[4], ARGV[7]) then
+  return 1
+end
+local s = redis.call('ZSCORE', KEYS[3], ARGV[1])
+if not s then
+  return 0
+end
+local _, bad = sem_count(KEYS[1])
+if bad then
+  return sem_malformed()
+end
+redis.call('ZREM', KEYS[3], ARGV[1])
+local v = redis.call('INCRBY', KEYS[1], 1)
+notify(KEYS[2], v, ARGV[3])
+if tonumber(s) <= tonumber(ARGV[2]) then
+  return 0
+end
+sem_record(KEYS[4], ARGV[7], tonumber(ARGV[4]))
+return 1

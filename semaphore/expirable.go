@@ -1,0 +1,544 @@
+package semaphore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/lua"
+)
+
+// NoLeaseScore is the score Redisson gives a permit without a lease in
+// the timeout set ("never expires"). rlock never writes it: its permits
+// without a lease carry the watchdog's lease and are renewed; it reads it
+// in permits Redisson took.
+const NoLeaseScore = 922337203685477
+
+// Expirable is a handle on one semaphore whose permits have IDs and
+// leases, Redisson's RPermitExpirableSemaphore: the counter of available
+// permits under the name, the held permits in "{name}:timeout" (raw
+// 16-byte IDs scored by their expiry in epoch ms), and the channel
+// "redisson_sc:{name}" shared with the counting semaphore. Every script
+// first returns the permits whose lease has passed to the pool. Create it
+// with NewExpirable; it is cheap, does no I/O and is safe for concurrent
+// use.
+type Expirable struct {
+	s       *Semaphore // the counter, channel and operation record
+	timeout string
+}
+
+// NewExpirable returns a handle on the expirable semaphore name of client.
+// It does no I/O. It reports ErrInvalidArgument as New does.
+func NewExpirable(client *rlock.Client, name string, opts ...Option) (*Expirable, error) {
+	s, err := New(client, name, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Expirable{s: s, timeout: suffixed(name, "timeout")}, nil
+}
+
+// Name returns the semaphore's name, the key of its counter.
+func (e *Expirable) Name() string { return e.s.name }
+
+// AcquireOption configures one Acquire or TryAcquire of an Expirable.
+type AcquireOption func(*acquireConfig) error
+
+type acquireConfig struct{ lease time.Duration }
+
+// WithLease gives the permit a lease: it is returned to the pool once d
+// has passed unless released or its lease updated first, and nothing
+// renews it. Without it (the default), the permit gets the client's
+// watchdog lease (rlock.WithWatchdogLease, 30 s by default) and is renewed
+// every watchdog interval while the process lives, so a crashed holder's
+// permit returns within one watchdog lease. d must be at least 1 ms.
+func WithLease(d time.Duration) AcquireOption {
+	return func(c *acquireConfig) error {
+		if d < time.Millisecond {
+			return fmt.Errorf("%w: lease %v is less than 1ms", rlock.ErrInvalidArgument, d)
+		}
+		c.lease = d
+		return nil
+	}
+}
+
+func acquireOptions(opts []AcquireOption) (acquireConfig, error) {
+	var cfg acquireConfig
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(&cfg); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, nil
+}
+
+// Acquire takes one permit, waiting until one is available: woken by a
+// release on any client, at the nearest expiry of a held permit (whose
+// reclaim frees one), and at least every poll interval. It returns the
+// held permit; ctx's error when ctx ends first (a grant that raced with
+// it is given back); rlock.ErrClosed when the client closes;
+// rlock.ErrInvalidArgument for a bad option; rlock.ErrWrongType when the
+// counter holds something else; or the Redis client's error (an attempt
+// whose reply was lost is given back).
+func (e *Expirable) Acquire(ctx context.Context, opts ...AcquireOption) (*Permit, error) {
+	cfg, err := acquireOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	if e.s.c.Closed() {
+		return nil, rlock.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p, next, err := e.attempt(ctx, cfg)
+	if err != nil || p != nil {
+		return p, err
+	}
+	w, joined := e.s.c.Hub().JoinCounting(e.s.channel)
+	if !joined {
+		return nil, rlock.ErrClosed
+	}
+	defer w.Leave()
+	timer := time.NewTimer(e.wait(next))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-e.s.c.Closing():
+			return nil, rlock.ErrClosed
+		case <-w.C:
+		case <-timer.C:
+		}
+		if p, next, err = e.attempt(ctx, cfg); err != nil || p != nil {
+			return p, err
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(e.wait(next))
+	}
+}
+
+// wait is how long a waiter sleeps at most: until the nearest expiry (a
+// little after it, for clock skew), bounded by the poll interval.
+func (e *Expirable) wait(next time.Time) time.Duration {
+	d := e.s.poll
+	if !next.IsZero() {
+		d = min(d, max(time.Until(next)+time.Millisecond, time.Millisecond))
+	}
+	return d
+}
+
+// TryAcquire takes one permit if one is available now (after reclaiming
+// expired ones). It returns nil and no error when none is. Errors are as
+// Acquire's.
+func (e *Expirable) TryAcquire(ctx context.Context, opts ...AcquireOption) (*Permit, error) {
+	cfg, err := acquireOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	if e.s.c.Closed() {
+		return nil, rlock.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p, _, err := e.attempt(ctx, cfg)
+	return p, err
+}
+
+// attempt runs the acquire script once with a fresh permit ID (which is
+// also the operation ID: a re-sent copy finds the permit and takes no
+// second one). A lost reply or a ctx that ended meanwhile gives the permit
+// back. It returns the permit, or the nearest expiry of a held permit
+// (zero: none known).
+func (e *Expirable) attempt(ctx context.Context, cfg acquireConfig) (*Permit, time.Time, error) {
+	raw := make([]byte, 16)
+	_, _ = rand.Read(raw)
+	id := hex.EncodeToString(raw)
+	lease := cfg.lease
+	if lease == 0 {
+		lease = e.s.c.Watchdog().LeaseDuration()
+	}
+	sent := time.Now()
+	pub := e.s.c.PublishArg(detached(ctx))
+	res, err := e.s.c.Run(detached(ctx), lua.ExpAcquire, []string{e.s.name, e.timeout, e.s.channel, e.s.ops},
+		raw, sent.Add(lease).UnixMilli(), sent.UnixMilli(), NoLeaseScore, pub, id).Int64Slice()
+	if err == nil && len(res) == 0 {
+		err = fmt.Errorf("%w: acquire replied %v", rlock.ErrUnexpectedReply, res)
+	}
+	if err != nil {
+		if isReply(err) {
+			return nil, time.Time{}, e.s.scriptErr("acquire", err)
+		}
+		if _, cerr := e.release(ctx, raw, id, true); cerr != nil {
+			return nil, time.Time{}, fmt.Errorf("semaphore %q: acquire failed (%w), and giving back what it may have taken failed too: %w", e.s.name, err, cerr)
+		}
+		return nil, time.Time{}, err
+	}
+	if res[0] != 1 {
+		var next time.Time
+		if len(res) > 1 && res[1] > 0 {
+			next = time.UnixMilli(res[1])
+		}
+		return nil, next, nil
+	}
+	if err := ctx.Err(); err != nil {
+		if _, cerr := e.release(ctx, raw, id, true); cerr != nil {
+			return nil, time.Time{}, fmt.Errorf("semaphore %q: %w after a grant; giving it back failed: %w", e.s.name, err, cerr)
+		}
+		return nil, time.Time{}, err
+	}
+	return newPermit(e, raw, id, cfg.lease, sent.Add(lease)), time.Time{}, nil
+}
+
+// release runs the release script for permit raw (hex id); cancel also
+// marks its acquire given back. It retries under the same ID when the
+// reply is lost. It reports whether the permit was held with its lease
+// running.
+func (e *Expirable) release(ctx context.Context, raw []byte, id string, cancel bool) (bool, error) {
+	mode := ""
+	if cancel {
+		mode = "cancel"
+	}
+	pub := e.s.c.PublishArg(detached(ctx))
+	op := e.s.c.RequestID()
+	var err error
+	for range 3 {
+		var v int64
+		v, err = e.s.c.Run(detached(ctx), lua.ExpRelease, []string{e.s.name, e.s.channel, e.timeout, e.s.ops},
+			raw, time.Now().UnixMilli(), pub, e.s.c.ReplayWindow(), id, mode, op).Int64()
+		if err == nil {
+			return v == 1, nil
+		}
+		if isReply(err) {
+			return false, e.s.scriptErr("release", err)
+		}
+	}
+	return false, fmt.Errorf("semaphore %q: release: %w", e.s.name, err)
+}
+
+// parseID checks a permit ID: 32 lowercase hex characters.
+func parseID(id string) ([]byte, error) {
+	raw, err := hex.DecodeString(id)
+	if err != nil || len(raw) != 16 || hex.EncodeToString(raw) != id {
+		return nil, fmt.Errorf("%w: permit ID %q is not 32 lowercase hex characters", rlock.ErrInvalidArgument, id)
+	}
+	return raw, nil
+}
+
+// Release returns the permit with ID id (see Permit.ID; also one taken by
+// another process, Redisson's included) to the pool. It returns
+// rlock.ErrNotHeld when no such permit is held (never taken, released
+// already, or its lease had passed: then it was returned to the pool
+// anyway, as Redisson does), rlock.ErrInvalidArgument for an ID that is
+// not 32 lowercase hex characters, or the Redis client's error. Applied
+// once: a re-sent copy is recognised. The Permit handle of this process,
+// if any, is not told (use Permit.Release for that).
+func (e *Expirable) Release(ctx context.Context, id string) error {
+	ok, err := e.TryRelease(ctx, id)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: permit %s of semaphore %q", rlock.ErrNotHeld, id, e.s.name)
+	}
+	return err
+}
+
+// TryRelease is Release reporting false instead of rlock.ErrNotHeld.
+func (e *Expirable) TryRelease(ctx context.Context, id string) (bool, error) {
+	raw, err := parseID(id)
+	if err != nil {
+		return false, err
+	}
+	return e.release(ctx, raw, id, false)
+}
+
+// UpdateLease sets the lease of the held permit id to d from now (after
+// reclaiming expired permits, so a permit whose lease passed is not
+// revived), and reports whether the permit was held. d must be at least
+// 1 ms. A Permit handle of this process is not told; use Permit.SetLease.
+func (e *Expirable) UpdateLease(ctx context.Context, id string, d time.Duration) (bool, error) {
+	raw, err := parseID(id)
+	if err != nil {
+		return false, err
+	}
+	if d < time.Millisecond {
+		return false, fmt.Errorf("%w: lease %v is less than 1ms", rlock.ErrInvalidArgument, d)
+	}
+	now := time.Now()
+	return e.update(ctx, raw, now.Add(d), now)
+}
+
+func (e *Expirable) update(ctx context.Context, raw []byte, until, now time.Time) (bool, error) {
+	v, err := e.s.c.Run(ctx, lua.ExpUpdate, []string{e.s.name, e.timeout, e.s.channel},
+		raw, until.UnixMilli(), now.UnixMilli(), e.s.c.PublishArg(ctx)).Int64()
+	if err != nil {
+		return false, e.s.scriptErr("update lease", err)
+	}
+	return v == 1, nil
+}
+
+// AvailablePermits returns the permits available now, after returning
+// expired ones to the pool. Errors are as the counting semaphore's.
+func (e *Expirable) AvailablePermits(ctx context.Context) (int64, error) {
+	a, _, err := e.state(ctx)
+	return a, err
+}
+
+// AcquiredPermits returns how many permits are held now, after returning
+// expired ones to the pool.
+func (e *Expirable) AcquiredPermits(ctx context.Context) (int64, error) {
+	_, h, err := e.state(ctx)
+	return h, err
+}
+
+func (e *Expirable) state(ctx context.Context) (int64, int64, error) {
+	res, err := e.s.c.Run(ctx, lua.ExpState, []string{e.s.name, e.timeout, e.s.channel},
+		time.Now().UnixMilli(), e.s.c.PublishArg(ctx)).Int64Slice()
+	if err == nil && len(res) != 2 {
+		err = fmt.Errorf("%w: state replied %v", rlock.ErrUnexpectedReply, res)
+	}
+	if err != nil {
+		return 0, 0, e.s.scriptErr("state", err)
+	}
+	return res[0], res[1], nil
+}
+
+// TrySetPermits sets the available permits to n if the semaphore has no
+// counter yet, as Semaphore.TrySetPermits does.
+func (e *Expirable) TrySetPermits(ctx context.Context, n int) (bool, error) {
+	return e.s.TrySetPermits(ctx, n)
+}
+
+// AddPermits adds n available permits (n may be negative), as
+// Semaphore.AddPermits does.
+func (e *Expirable) AddPermits(ctx context.Context, n int) error { return e.s.AddPermits(ctx, n) }
+
+// Permit is one held permit of an Expirable. Its methods are safe for
+// concurrent use.
+type Permit struct {
+	e     *Expirable
+	raw   []byte
+	id    string
+	lease time.Duration // 0: renewed by the client's watchdog lease
+
+	mu     sync.Mutex
+	until  time.Time
+	err    error // the loss, once lost
+	ended  bool
+	done   chan struct{}
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	timer  *time.Timer   // fires at until (explicit lease)
+	stop   chan struct{} // ends the renewer (watchdog mode)
+	wg     sync.WaitGroup
+}
+
+func newPermit(e *Expirable, raw []byte, id string, lease time.Duration, until time.Time) *Permit {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	p := &Permit{e: e, raw: raw, id: id, lease: lease, until: until, done: make(chan struct{}),
+		ctx: ctx, cancel: cancel, stop: make(chan struct{})}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if lease > 0 {
+		p.timer = time.AfterFunc(time.Until(until), p.checkExpiry)
+	} else {
+		p.wg.Add(1)
+		go p.renew(p.stop)
+	}
+	return p
+}
+
+// ID returns the permit's ID, 32 lowercase hex characters (the raw 16
+// bytes are the member of "{name}:timeout", as Redisson stores them).
+func (p *Permit) ID() string { return p.id }
+
+// Until returns the time up to which the permit is known to be held: the
+// end of its lease as sent, moved on by every renewal and SetLease. After
+// Release or a loss it no longer moves.
+func (p *Permit) Until() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.until
+}
+
+// Done is closed when the permit stops being held: released, or lost.
+func (p *Permit) Done() <-chan struct{} { return p.done }
+
+// Err returns nil while the permit is held or after Release, and an
+// error wrapping rlock.ErrLockLost once it was lost: its lease passed, a
+// renewal found it gone, or the client closed while holding it.
+func (p *Permit) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+// Ctx returns a context that ends when Done closes, its cause the loss
+// (see Err) or context.Canceled after Release.
+func (p *Permit) Ctx() context.Context { return p.ctx }
+
+// end ends the holding: with loss nil after a release.
+func (p *Permit) endLocked(loss error) {
+	if p.ended {
+		return
+	}
+	p.ended = true
+	p.err = loss
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	close(p.stop)
+	close(p.done)
+	if loss != nil {
+		p.cancel(loss)
+	} else {
+		p.cancel(context.Canceled)
+	}
+}
+
+func (p *Permit) lose(cause string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.endLocked(fmt.Errorf("%w: permit %s of semaphore %q: %s", rlock.ErrLockLost, p.id, p.e.s.name, cause))
+}
+
+// checkExpiry runs at the end of an explicit lease: lost unless SetLease
+// moved the end on.
+func (p *Permit) checkExpiry() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ended {
+		return
+	}
+	if d := time.Until(p.until); d > 0 {
+		p.timer.Reset(d)
+		return
+	}
+	p.endLocked(fmt.Errorf("%w: permit %s of semaphore %q: its lease passed", rlock.ErrLockLost, p.id, p.e.s.name))
+}
+
+// renew renews a permit without a lease every watchdog interval, until it
+// is released, found gone, or its lease runs out unrenewed.
+func (p *Permit) renew(stop <-chan struct{}) {
+	defer p.wg.Done()
+	c := p.e.s.c
+	wd := c.Watchdog()
+	t := time.NewTimer(wd.Interval())
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-c.Closing():
+			p.lose("the client closed")
+			return
+		case <-t.C:
+		}
+		sent := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), wd.Interval())
+		ok, err := p.e.update(ctx, p.raw, sent.Add(wd.LeaseDuration()), sent)
+		cancel()
+		p.mu.Lock()
+		switch {
+		case p.ended || p.lease != 0: // released, lost, or given a lease meanwhile
+			p.mu.Unlock()
+			return
+		case err == nil && !ok:
+			p.endLocked(fmt.Errorf("%w: permit %s of semaphore %q: a renewal found it gone", rlock.ErrLockLost, p.id, p.e.s.name))
+		case err == nil:
+			p.until = sent.Add(wd.LeaseDuration())
+		case !time.Now().Before(p.until):
+			p.endLocked(fmt.Errorf("%w: permit %s of semaphore %q: renewals failed until its lease ran out: %w", rlock.ErrLockLost, p.id, p.e.s.name, err))
+		default:
+			c.Logger().Warn("rlock: renewing a semaphore permit failed", "semaphore", p.e.s.name, "permit", p.id, "err", err)
+		}
+		ended := p.ended
+		p.mu.Unlock()
+		if ended {
+			return
+		}
+		t.Reset(wd.Interval())
+	}
+}
+
+// Release returns the permit to the pool and ends its holding (Done
+// closes, Err stays nil). It returns rlock.ErrNotHeld when the permit was
+// no longer held (lost, or released already; Err then says why), or the
+// Redis client's error (the holding still ends: the renewal stops, and
+// the permit returns at its lease's end if the release did not run).
+// Applied once under re-sends.
+func (p *Permit) Release(ctx context.Context) error {
+	p.mu.Lock()
+	if p.ended {
+		err := p.err
+		p.mu.Unlock()
+		if err == nil {
+			err = errors.New("released already")
+		}
+		return fmt.Errorf("%w: permit %s of semaphore %q: %w", rlock.ErrNotHeld, p.id, p.e.s.name, err)
+	}
+	p.endLocked(nil)
+	p.mu.Unlock()
+	p.wg.Wait()
+	ok, err := p.e.release(ctx, p.raw, p.id, false)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: permit %s of semaphore %q: its lease had passed", rlock.ErrNotHeld, p.id, p.e.s.name)
+	}
+	return nil
+}
+
+// SetLease gives the permit a lease of d from now (ending watchdog
+// renewal if it had none), and reports rlock.ErrNotHeld when it is no
+// longer held (the handle then reports the loss). d must be at least
+// 1 ms.
+func (p *Permit) SetLease(ctx context.Context, d time.Duration) error {
+	if d < time.Millisecond {
+		return fmt.Errorf("%w: lease %v is less than 1ms", rlock.ErrInvalidArgument, d)
+	}
+	p.mu.Lock()
+	if p.ended {
+		p.mu.Unlock()
+		return fmt.Errorf("%w: permit %s of semaphore %q", rlock.ErrNotHeld, p.id, p.e.s.name)
+	}
+	p.mu.Unlock()
+	sent := time.Now()
+	ok, err := p.e.update(ctx, p.raw, sent.Add(d), sent)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		p.lose("gone when its lease was set")
+		return fmt.Errorf("%w: permit %s of semaphore %q", rlock.ErrNotHeld, p.id, p.e.s.name)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ended {
+		return nil
+	}
+	p.until = sent.Add(d)
+	if p.lease == 0 { // from watchdog renewal to an explicit lease
+		p.lease = d
+		close(p.stop)
+		p.stop = make(chan struct{})
+		p.timer = time.AfterFunc(time.Until(p.until), p.checkExpiry)
+	} else {
+		p.timer.Reset(time.Until(p.until))
+	}
+	return nil
+}
+
