@@ -541,4 +541,3 @@ func (p *Permit) SetLease(ctx context.Context, d time.Duration) error {
 	}
 	return nil
 }
-
