@@ -16,7 +16,8 @@
 -- longest lease of the read holds beside it (the writer's own, from a
 -- downgrade), and its until key; a writer whose lease ran out beside its
 -- owner's reads is dropped first (lapse_writer) and not held. Any other
--- hash is a reentrant or fair lock: its TTL becomes the lease.
+-- hash is a reentrant or fair lock: its TTL becomes the lease. A sorted
+-- set is an expirable semaphore's: the permit's expiry becomes now + lease.
 
 -- renew_read renews reader field's count holds on hash, in mode; false if
 -- none is left. A lease shorter than the reader had (SetLease) fits the
@@ -71,6 +72,18 @@ for i = 1, #KEYS do
       renew_write(hash, field, ARGV[1])
       out[i] = 1
     elseif renew_read(hash, mode, field, tonumber(count) or 0, ARGV[1]) then
+      out[i] = 1
+    end
+  elseif not ok then
+    -- Not a hash: a sorted set is an expirable semaphore's timeout set
+    -- (package semaphore), field a permit scored by its expiry (epoch
+    -- ms). A permit whose expiry passed is not revived.
+    local t = redis.call('TYPE', hash)
+    t = type(t) == 'table' and t.ok or t
+    local s = t == 'zset' and redis.call('ZSCORE', hash, field)
+    local now = now_ms()
+    if s and tonumber(s) > now then
+      redis.call('ZADD', hash, 'XX', now + tonumber(ARGV[1]), field)
       out[i] = 1
     end
   end

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/internal/lua"
+	"github.com/rlock-go/rlock/internal/renewal"
 )
 
 // NoLeaseScore is the score Redisson gives a permit without a lease in
@@ -201,7 +202,7 @@ func (e *Expirable) attempt(ctx context.Context, cfg acquireConfig) (*Permit, ti
 		}
 		return nil, time.Time{}, err
 	}
-	return newPermit(e, raw, id, cfg.lease, sent.Add(lease)), time.Time{}, nil
+	return newPermit(e, raw, id, cfg.lease, sent), time.Time{}, nil
 }
 
 // release runs the release script for permit raw (hex id); cancel also
@@ -331,32 +332,40 @@ type Permit struct {
 	e     *Expirable
 	raw   []byte
 	id    string
-	lease time.Duration // 0: renewed by the client's watchdog lease
+	lease time.Duration // 0: renewed by the client's watchdog
 
 	mu     sync.Mutex
-	until  time.Time
-	err    error // the loss, once lost
+	until  time.Time      // with an explicit lease
+	wd     *renewal.Lease // the watchdog's registration; nil with an explicit lease
+	err    error          // the loss, once lost
 	ended  bool
 	done   chan struct{}
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	timer  *time.Timer   // fires at until (explicit lease)
-	stop   chan struct{} // ends the renewer (watchdog mode)
-	wg     sync.WaitGroup
+	timer  *time.Timer // fires at until (explicit lease)
+	unlife func() bool // stops the client-close watch
 }
 
-func newPermit(e *Expirable, raw []byte, id string, lease time.Duration, until time.Time) *Permit {
+func newPermit(e *Expirable, raw []byte, id string, lease time.Duration, sent time.Time) *Permit {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	p := &Permit{e: e, raw: raw, id: id, lease: lease, until: until, done: make(chan struct{}),
-		ctx: ctx, cancel: cancel, stop: make(chan struct{})}
+	p := &Permit{e: e, raw: raw, id: id, lease: lease, done: make(chan struct{}), ctx: ctx, cancel: cancel}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	c := e.s.c
 	if lease > 0 {
-		p.timer = time.AfterFunc(time.Until(until), p.checkExpiry)
+		p.until = sent.Add(lease)
+		p.timer = time.AfterFunc(time.Until(p.until), p.checkExpiry)
 	} else {
-		p.wg.Add(1)
-		go p.renew(p.stop)
+		p.wd = c.Watchdog().Add(e.timeout, string(raw), sent, func(err error) {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if p.wd != nil { // the registration ended with this report
+				p.until, p.wd = p.wd.Until(), nil
+				p.endLocked(fmt.Errorf("permit %s of semaphore %q: %w", p.id, p.e.s.name, err))
+			}
+		})
 	}
+	p.unlife = context.AfterFunc(c.Life(), func() { p.lose("the client closed") })
 	return p
 }
 
@@ -370,6 +379,9 @@ func (p *Permit) ID() string { return p.id }
 func (p *Permit) Until() time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.wd != nil {
+		return p.wd.Until()
+	}
 	return p.until
 }
 
@@ -399,7 +411,14 @@ func (p *Permit) endLocked(loss error) {
 	if p.timer != nil {
 		p.timer.Stop()
 	}
-	close(p.stop)
+	if p.wd != nil {
+		p.until = p.wd.Until()
+		p.wd.Stop()
+		p.wd = nil
+	}
+	if p.unlife != nil {
+		p.unlife()
+	}
 	close(p.done)
 	if loss != nil {
 		p.cancel(loss)
@@ -429,50 +448,6 @@ func (p *Permit) checkExpiry() {
 	p.endLocked(fmt.Errorf("%w: permit %s of semaphore %q: its lease passed", rlock.ErrLockLost, p.id, p.e.s.name))
 }
 
-// renew renews a permit without a lease every watchdog interval, until it
-// is released, found gone, or its lease runs out unrenewed.
-func (p *Permit) renew(stop <-chan struct{}) {
-	defer p.wg.Done()
-	c := p.e.s.c
-	wd := c.Watchdog()
-	t := time.NewTimer(wd.Interval())
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-c.Closing():
-			p.lose("the client closed")
-			return
-		case <-t.C:
-		}
-		sent := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), wd.Interval())
-		ok, err := p.e.update(ctx, p.raw, sent.Add(wd.LeaseDuration()), sent)
-		cancel()
-		p.mu.Lock()
-		switch {
-		case p.ended || p.lease != 0: // released, lost, or given a lease meanwhile
-			p.mu.Unlock()
-			return
-		case err == nil && !ok:
-			p.endLocked(fmt.Errorf("%w: permit %s of semaphore %q: a renewal found it gone", rlock.ErrLockLost, p.id, p.e.s.name))
-		case err == nil:
-			p.until = sent.Add(wd.LeaseDuration())
-		case !time.Now().Before(p.until):
-			p.endLocked(fmt.Errorf("%w: permit %s of semaphore %q: renewals failed until its lease ran out: %w", rlock.ErrLockLost, p.id, p.e.s.name, err))
-		default:
-			c.Logger().Warn("rlock: renewing a semaphore permit failed", "semaphore", p.e.s.name, "permit", p.id, "err", err)
-		}
-		ended := p.ended
-		p.mu.Unlock()
-		if ended {
-			return
-		}
-		t.Reset(wd.Interval())
-	}
-}
-
 // Release returns the permit to the pool and ends its holding (Done
 // closes, Err stays nil). It returns rlock.ErrNotHeld when the permit was
 // no longer held (lost, or released already; Err then says why), or the
@@ -491,7 +466,6 @@ func (p *Permit) Release(ctx context.Context) error {
 	}
 	p.endLocked(nil)
 	p.mu.Unlock()
-	p.wg.Wait()
 	ok, err := p.e.release(ctx, p.raw, p.id, false)
 	if err != nil {
 		return err
@@ -515,10 +489,23 @@ func (p *Permit) SetLease(ctx context.Context, d time.Duration) error {
 		p.mu.Unlock()
 		return fmt.Errorf("%w: permit %s of semaphore %q", rlock.ErrNotHeld, p.id, p.e.s.name)
 	}
+	wd := p.wd
 	p.mu.Unlock()
+	if wd != nil {
+		// No renewal in flight may set the watchdog's lease over this one.
+		wd.StopAndWait()
+	}
 	sent := time.Now()
 	ok, err := p.e.update(ctx, p.raw, sent.Add(d), sent)
 	if err != nil {
+		if wd != nil { // renewal stopped: held as long as its last renewal says
+			p.mu.Lock()
+			if !p.ended && p.wd == wd {
+				p.until, p.wd, p.lease = wd.Until(), nil, d
+				p.timer = time.AfterFunc(time.Until(p.until), p.checkExpiry)
+			}
+			p.mu.Unlock()
+		}
 		return err
 	}
 	if !ok {
@@ -531,10 +518,9 @@ func (p *Permit) SetLease(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 	p.until = sent.Add(d)
-	if p.lease == 0 { // from watchdog renewal to an explicit lease
+	if p.wd != nil { // from watchdog renewal to an explicit lease
 		p.lease = d
-		close(p.stop)
-		p.stop = make(chan struct{})
+		p.wd = nil
 		p.timer = time.AfterFunc(time.Until(p.until), p.checkExpiry)
 	} else {
 		p.timer.Reset(time.Until(p.until))

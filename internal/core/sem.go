@@ -43,3 +43,6 @@ func (c *Client) Closed() bool { return c.closed.Load() }
 
 // Logger returns where the client logs (never nil).
 func (c *Client) Logger() *slog.Logger { return c.logger() }
+
+// Life returns a context cancelled when the client closes.
+func (c *Client) Life() context.Context { return c.life }
