@@ -3,6 +3,7 @@ package semaphore_test
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -63,4 +64,36 @@ func ExampleSemaphore_AddPermits() {
 	// Output:
 	// available: -2
 	// drained: 0
+}
+
+func ExampleExpirable() {
+	srv, _ := miniredis.Run()
+	defer srv.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer rdb.Close()
+	c, _ := rlock.NewClient(rdb)
+	defer c.Close()
+	e, err := semaphore.NewExpirable(c, "partner-api")
+	if err != nil {
+		panic(err)
+	}
+
+	ctx := context.Background()
+	_, _ = e.TrySetPermits(ctx, 1)
+	p, err := e.Acquire(ctx) // no lease: the watchdog renews it while we live
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("ID length:", len(p.ID()))
+	other, _ := e.TryAcquire(ctx, semaphore.WithLease(time.Minute))
+	fmt.Println("second permit:", other != nil)
+	_ = p.Release(ctx)
+	fmt.Println("lost:", p.Err() != nil)
+	n, _ := e.AvailablePermits(ctx)
+	fmt.Println("available:", n)
+	// Output:
+	// ID length: 32
+	// second permit: false
+	// lost: false
+	// available: 1
 }

@@ -194,3 +194,60 @@ func TestExpirableLostReply(t *testing.T) {
 }
 
 func redisZ(score float64, member string) redis.Z { return redis.Z{Score: score, Member: member} }
+
+// A waiter of the expirable semaphore is woken by a release on another
+// client (its poll is an hour).
+func TestExpirableWokenByRelease(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		name := redistest.Name(t)
+		c := clientOn(t, b.Universal(t))
+		e := newExp(t, c, name, semaphore.WithPoll(time.Hour))
+		other := newExp(t, clientOn(t, b.Universal(t)), name)
+		_, err := other.TrySetPermits(ctx, 1)
+		require.NoError(t, err)
+		p, err := other.Acquire(ctx, semaphore.WithLease(time.Hour))
+		require.NoError(t, err)
+		got := make(chan *semaphore.Permit, 1)
+		go func() {
+			q, err := e.Acquire(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- q
+		}()
+		require.Eventually(t, func() bool { return c.Waiters().Waiters == 1 }, 10*time.Second, time.Millisecond)
+		require.NoError(t, p.Release(ctx))
+		q := <-got
+		require.NotNil(t, q)
+		require.NoError(t, q.Release(ctx))
+	})
+}
+
+func TestExpirableBadInput(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		c := clientOn(t, b.Universal(t))
+		_, err := semaphore.NewExpirable(nil, name)
+		require.ErrorIs(t, err, rlock.ErrInvalidArgument)
+		_, err = semaphore.NewExpirable(c, "")
+		require.ErrorIs(t, err, rlock.ErrInvalidArgument)
+		e := newExp(t, c, name)
+		_, err = e.UpdateLease(ctx, "0123456789abcdef0123456789abcdef", 0)
+		require.ErrorIs(t, err, rlock.ErrInvalidArgument)
+		ok, err := e.UpdateLease(ctx, "0123456789abcdef0123456789abcdef", time.Second)
+		require.NoError(t, err)
+		require.False(t, ok, "unknown permit")
+		ok, err = e.TryRelease(ctx, "0123456789abcdef0123456789abcdef")
+		require.NoError(t, err)
+		require.False(t, ok)
+
+		require.NoError(t, b.Universal(t).HSet(ctx, name, "f", "1").Err())
+		_, err = e.TryAcquire(ctx)
+		require.ErrorIs(t, err, rlock.ErrWrongType)
+		_, err = e.AvailablePermits(ctx)
+		require.ErrorIs(t, err, rlock.ErrWrongType)
+	})
+}
