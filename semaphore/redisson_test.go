@@ -54,3 +54,64 @@ func TestRedissonSharesSemaphore(t *testing.T) {
 		require.Zero(t, n)
 	})
 }
+
+// Go and Redisson share one expirable semaphore: a Redisson permit is
+// released by ID from Go, a Go permit by ID from Redisson, a Redisson
+// permit whose lease passed is reclaimed by Go's scripts, and a Go waiter
+// is woken by a Redisson release.
+func TestRedissonSharesExpirable(t *testing.T) {
+	redistest.EachWithCluster(t, func(t *testing.T, b *redistest.Backend) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		name := redistest.Name(t)
+		r := redistest.NewRedisson(b.Universal(t), b.Name == redistest.ClusterName)
+		js := r.ExpirableSemaphore(name)
+		c := clientOn(t, b.Universal(t))
+		ge := newExp(t, c, name, semaphore.WithPoll(time.Hour))
+		_, err := ge.TrySetPermits(ctx, 2)
+		require.NoError(t, err)
+
+		id, ok, err := js.TryAcquire(ctx, time.Hour)
+		require.NoError(t, err)
+		require.True(t, ok)
+		p, err := ge.TryAcquire(ctx, semaphore.WithLease(time.Hour))
+		require.NoError(t, err)
+		require.NotNil(t, p)
+		_, ok, err = js.TryAcquire(ctx, time.Hour)
+		require.NoError(t, err)
+		require.False(t, ok)
+
+		require.NoError(t, ge.Release(ctx, id), "Go releases Redisson's permit")
+		released, err := js.Release(ctx, p.ID())
+		require.NoError(t, err)
+		require.True(t, released, "Redisson releases Go's permit")
+
+		// A Redisson permit with a short lease is reclaimed by Go.
+		_, ok, err = js.TryAcquire(ctx, 30*time.Millisecond)
+		require.NoError(t, err)
+		require.True(t, ok)
+		_, ok, err = js.TryAcquire(ctx, time.Hour)
+		require.NoError(t, err)
+		require.True(t, ok)
+		q, err := ge.Acquire(ctx, semaphore.WithLease(time.Hour)) // wakes at the nearest expiry
+		require.NoError(t, err)
+		require.NoError(t, q.Release(ctx))
+
+		// A Go waiter woken by a Redisson release.
+		id2, ok, err := js.TryAcquire(ctx, time.Hour)
+		require.NoError(t, err)
+		require.True(t, ok)
+		got := make(chan error, 1)
+		go func() {
+			q, err := ge.Acquire(ctx)
+			if err == nil {
+				err = q.Release(ctx)
+			}
+			got <- err
+		}()
+		require.Eventually(t, func() bool { return c.Waiters().Waiters == 1 }, 10*time.Second, time.Millisecond)
+		_, err = js.Release(ctx, id2)
+		require.NoError(t, err)
+		require.NoError(t, <-got)
+	})
+}

@@ -2,9 +2,13 @@ package redistest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -115,4 +119,98 @@ if v == false then
   return 1
 end
 return 0`)
+)
+
+// RExpirableSemaphore is the double's RPermitExpirableSemaphore (notes
+// §2): the counter, "{name}:timeout" with raw 16-byte IDs scored by expiry
+// in epoch ms of this client's clock (or the no-lease sentinel), and the
+// reclaim block in acquire.
+type RExpirableSemaphore struct {
+	r    *Redisson
+	name string
+}
+
+// ExpirableSemaphore returns the RPermitExpirableSemaphore called name.
+func (r *Redisson) ExpirableSemaphore(name string) *RExpirableSemaphore {
+	return &RExpirableSemaphore{r: r, name: name}
+}
+
+// RedissonNoLease is Redisson's score of a permit without a lease.
+const RedissonNoLease = 922337203685477
+
+func (s *RExpirableSemaphore) timeout() string {
+	if strings.Contains(s.name, "{") {
+		return s.name + ":timeout"
+	}
+	return "{" + s.name + "}:timeout"
+}
+
+func (s *RExpirableSemaphore) publishCmd() string { return (&RSemaphore{r: s.r}).publishCmd() }
+
+// TryAcquire is tryAcquire(lease) without a wait (lease < 0: no lease);
+// it returns the permit's ID when acquired.
+func (s *RExpirableSemaphore) TryAcquire(ctx context.Context, lease time.Duration) (string, bool, error) {
+	raw := make([]byte, 16)
+	_, _ = rand.Read(raw)
+	now := nowMs()
+	expiry := int64(RedissonNoLease)
+	if lease >= 0 {
+		expiry = now + lease.Milliseconds()
+	}
+	res, err := redissonExpAcquire.Run(ctx, s.r.rdb, []string{s.name, s.timeout(), derived("redisson_sc", s.name)},
+		1, expiry, now, RedissonNoLease, s.publishCmd(), raw).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	if res == "OK" {
+		return hex.EncodeToString(raw), true, nil
+	}
+	return "", false, nil
+}
+
+// Release is release(id): false when the permit was not held (or had
+// expired).
+func (s *RExpirableSemaphore) Release(ctx context.Context, id string) (bool, error) {
+	raw, err := hex.DecodeString(id)
+	if err != nil {
+		return false, err
+	}
+	n, err := redissonExpRelease.Run(ctx, s.r.rdb, []string{s.name, derived("redisson_sc", s.name), s.timeout()},
+		raw, 1, nowMs(), s.publishCmd()).Int64()
+	return n == 1, err
+}
+
+var (
+	// KEYS: name, timeout, channel. ARGV: k, expiry, now, sentinel, publish command, ids.
+	redissonExpAcquire = redis.NewScript(`
+local gone = redis.call('ZRANGEBYSCORE', KEYS[2], 0, ARGV[3], 'LIMIT', 0, ARGV[1])
+if #gone > 0 then
+  redis.call('ZREM', KEYS[2], unpack(gone))
+  local v = redis.call('INCRBY', KEYS[1], #gone)
+  if v > 0 then redis.call(ARGV[5], KEYS[3], v) end
+end
+local v = tonumber(redis.call('GET', KEYS[1]) or '0')
+local k = tonumber(ARGV[1])
+if v >= k then
+  redis.call('DECRBY', KEYS[1], k)
+  for i = 6, #ARGV do redis.call('ZADD', KEYS[2], ARGV[2], ARGV[i]) end
+  local ttl = redis.call('PTTL', KEYS[1])
+  if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
+  return 'OK'
+end
+local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+if first[2] ~= nil and first[2] ~= ARGV[4] then return ':' .. first[2] end
+return nil`)
+
+	// KEYS: name, channel, timeout. ARGV: id, 1, now, publish command.
+	redissonExpRelease = redis.NewScript(`
+local s = redis.call('ZSCORE', KEYS[3], ARGV[1])
+if redis.call('ZREM', KEYS[3], ARGV[1]) == 0 then return 0 end
+local v = redis.call('INCRBY', KEYS[1], ARGV[2])
+redis.call(ARGV[4], KEYS[2], v)
+if tonumber(s) <= tonumber(ARGV[3]) then return 0 end
+return 1`)
 )
