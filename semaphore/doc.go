@@ -1,6 +1,9 @@
-// Package semaphore is Redisson's RSemaphore for Go: a counting semaphore
-// shared by every process (Go or Java) that names it, built on the same
-// rlock.Client as the locks and sharing its pub/sub hub.
+// Package semaphore holds Redisson's semaphores for Go, shared by every
+// process (Go or Java) that names them, built on the same rlock.Client as
+// the locks and sharing its pub/sub hub and watchdog: Semaphore
+// (Redisson's RSemaphore, a counter whose permits have no owner) and
+// Expirable (Redisson's RPermitExpirableSemaphore, whose permits have IDs
+// and leases; see the Expirable section below and docs/semaphores.md).
 //
 //	s, err := semaphore.New(client, "partner-api") // a cheap handle; no I/O
 //	...
@@ -48,4 +51,19 @@
 //
 // Every call's keys share one hash slot, so the scripts run unchanged on
 // Redis Cluster.
+//
+// # Expirable
+//
+// An Expirable's counter holds the available permits, and
+// "{name}:timeout" the held ones: their raw 16-byte IDs (32 lowercase hex
+// characters to callers) scored by their expiry in epoch ms, Redisson's
+// NoLeaseScore for Redisson's permits without a lease. Every script first
+// returns expired permits to the pool. Acquire returns a *Permit. One
+// taken with WithLease expires then unless released or its lease set
+// again; one taken without gets the client's watchdog lease and is
+// renewed with the client's locks, so a crashed holder's permit returns
+// within a watchdog lease. A permit's handle reports its loss (Done, Err
+// wrapping rlock.ErrLockLost, Ctx), and Until says how long it is known
+// to be held. Waiters wake on releases, at the nearest expiry of a held
+// permit, and at least every poll interval.
 package semaphore
