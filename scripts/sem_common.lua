@@ -8,8 +8,8 @@
 -- replay window): a copy of a call that the Redis client re-sends after a
 -- lost reply finds its ID there and changes nothing a second time. An ID
 -- followed by '!' marks an acquire that was given back (or never ran):
--- a late copy of it never grants. Every write trims the expired IDs and
--- sets the set's TTL to the window, so it stays bounded.
+-- a late copy of it never grants. Every write trims the expired IDs (and
+-- all but the newest 10000) and sets the set's TTL to the window.
 
 -- sem_count returns the counter (nil when missing) and whether it is
 -- malformed (not an integer). A key of another type raises WRONGTYPE.
@@ -30,11 +30,15 @@ local function sem_seen(ops, id)
   return redis.call('ZSCORE', ops, id) ~= false
 end
 
--- sem_record remembers operation id for window ms, trimming expired ones.
+-- sem_record remembers operation id for window ms, trimming expired ones
+-- and keeping at most the newest 10000 (a semaphore changed more than
+-- 10000 times within the time a re-sent copy can lag loses the oldest
+-- records first).
 local function sem_record(ops, id, window)
   local now = now_ms()
   redis.call('ZREMRANGEBYSCORE', ops, '-inf', now)
   redis.call('ZADD', ops, now + window, id)
+  redis.call('ZREMRANGEBYRANK', ops, 0, -10001)
   redis.call('PEXPIRE', ops, window)
 end
 

@@ -25,7 +25,8 @@
 // semaphore by name. rlock adds one key of its own, "{name}:rlock_ops"
 // ("name:rlock_ops" with a hash tag), in the same hash slot: a sorted set
 // of the IDs of recent operations, each kept for the client's replay
-// window (rlock.WithReplayWindow) and trimmed by every write.
+// window (rlock.WithReplayWindow) and trimmed by every write (to at most
+// the newest 10000).
 //
 // # Safety model
 //

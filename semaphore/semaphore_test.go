@@ -3,6 +3,7 @@ package semaphore_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -430,5 +431,29 @@ func TestHashTagNames(t *testing.T) {
 		n, err := direct.Exists(ctx, name, name+":rlock_ops").Result()
 		require.NoError(t, err)
 		require.EqualValues(t, 2, n)
+	})
+}
+
+// The operation record keeps at most 10000 IDs however busy the
+// semaphore is within the replay window.
+func TestOpsRecordCapped(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		s := newSem(t, clientOn(t, b.Universal(t)), name)
+		direct := b.Universal(t)
+		soon := time.Now().Add(30 * time.Second).UnixMilli() // before the release's own expiry
+		members := make([]redis.Z, 10005)
+		for i := range members {
+			members[i] = redis.Z{Score: float64(soon + int64(i)), Member: "old" + strconv.Itoa(i)}
+		}
+		ops := "{" + name + "}:rlock_ops"
+		require.NoError(t, direct.ZAdd(ctx, ops, members...).Err())
+		require.NoError(t, s.Release(ctx, 1))
+		n, err := direct.ZCard(ctx, ops).Result()
+		require.NoError(t, err)
+		require.EqualValues(t, 10000, n)
+		require.ErrorIs(t, direct.ZScore(ctx, ops, "old5").Err(), redis.Nil, "the oldest went first")
+		require.NoError(t, direct.ZScore(ctx, ops, "old6").Err())
 	})
 }
