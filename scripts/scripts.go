@@ -18,8 +18,11 @@
 // lock's acquire, release and pass-on scripts,
 // fair_common.lua (queue pruning, wake-ups) for the fair-lock scripts,
 // rw_common.lua (read-write layout, timeout keys, waiting writers) for the
-// read-write-lock scripts and renew.lua, and publish.lua (classic or
-// sharded publishing) for every script that wakes waiters.
+// read-write-lock scripts and renew.lua, sem_common.lua (the counter and
+// the operation record) for the semaphore scripts (sem_*.lua, exp_*.lua),
+// exp_common.lua (the reclaim of expired permits) for the expirable
+// semaphore's, and publish.lua (classic or sharded publishing) for every
+// script that wakes waiters.
 package scripts
 
 import (
