@@ -53,4 +53,10 @@ var (
 	// write lock (others may take the lock in between), or take the write
 	// lock first and the read lock under it (a downgrade, always granted).
 	ErrUpgrade = base.ErrUpgrade
+
+	// ErrWrongType means the key under an object's name holds something
+	// that is not that object: a count-down latch (package latch) whose key
+	// is not a string holding a decimal integer (another type, or text).
+	// Nothing was changed.
+	ErrWrongType = base.ErrWrongType
 )

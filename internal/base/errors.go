@@ -53,4 +53,10 @@ var (
 	// may take the lock in between), or take the write lock first and the
 	// read lock under it (a downgrade, always granted).
 	ErrUpgrade = errors.New("rlock: the owner holds the read lock; the write lock would wait for itself")
+
+	// ErrWrongType means the key under an object's name holds something
+	// that is not that object: a count-down latch whose key is not a
+	// string holding a decimal integer (another type, or text). Nothing
+	// was changed.
+	ErrWrongType = errors.New("rlock: key holds another type of object")
 )
