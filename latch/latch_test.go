@@ -231,4 +231,3 @@ func TestCountDownResentCountsOnce(t *testing.T) {
 		require.Equal(t, "2", direct.Get(ctx, l.Name()).Val(), "counted once")
 	})
 }
-
