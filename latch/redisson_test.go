@@ -20,7 +20,8 @@ func TestRedissonSharesLatch(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		name := redistest.Name(t)
-		rs := redistest.NewRedisson(b.Universal(t), false).CountDownLatch(name)
+		r := redistest.NewRedisson(b.Universal(t), false)
+		rs := r.CountDownLatch(name)
 		c := clientOn(t, b.Universal(t))
 		l := newLatch(t, c, name, latch.WithPoll(time.Hour))
 
@@ -33,6 +34,7 @@ func TestRedissonSharesLatch(t *testing.T) {
 		require.EqualValues(t, 2, n)
 		done := make(chan error, 1)
 		go func() { done <- rs.Await(ctx) }()
+		require.Eventually(t, func() bool { return r.Waits() > 0 }, 10*time.Second, time.Millisecond, "Redisson waits")
 		require.NoError(t, rs.CountDown(ctx))
 		require.NoError(t, l.CountDown(ctx))
 		require.NoError(t, <-done)
@@ -50,4 +52,35 @@ func TestRedissonSharesLatch(t *testing.T) {
 		require.NoError(t, rs.CountDown(ctx))
 		require.NoError(t, <-done)
 	})
+}
+
+// On a Redis 7 cluster, a Redisson client listening and publishing sharded
+// (its default there) and an rlock client in the default auto mode hear
+// each other's messages.
+func TestRedissonShardedOnCluster(t *testing.T) {
+	c := redistest.SharedCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	name := redistest.Name(t)
+	r := redistest.NewRedisson(c.NewClient(t), true)
+	rs := r.CountDownLatch(name)
+	rc := clientOn(t, c.NewClient(t))
+	l := newLatch(t, rc, name, latch.WithPoll(time.Hour))
+
+	ok, err := l.TrySetCount(ctx, 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	done := make(chan error, 1)
+	go func() { done <- rs.Await(ctx) }()
+	require.Eventually(t, func() bool { return r.Waits() > 0 }, 10*time.Second, time.Millisecond, "Redisson waits")
+	require.NoError(t, l.CountDown(ctx))
+	require.NoError(t, <-done, "Redisson heard rlock's SPUBLISH")
+
+	ok, err = rs.TrySetCount(ctx, 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	go func() { done <- l.Await(ctx) }()
+	waiting(t, []*rlock.Client{rc}, 1)
+	require.NoError(t, rs.CountDown(ctx))
+	require.NoError(t, <-done, "rlock heard Redisson's SPUBLISH")
 }
