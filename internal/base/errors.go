@@ -55,8 +55,8 @@ var (
 	ErrUpgrade = errors.New("rlock: the owner holds the read lock; the write lock would wait for itself")
 
 	// ErrWrongType means the key under a synchronizer's name (a semaphore's
-	// counter, for example) holds a value of another type or one that is
-	// not what the synchronizer stores there (a counter that is not an
-	// integer). Nothing was changed.
+	// counter, a count-down latch's count) holds a value of another type or
+	// one that is not what the synchronizer stores there. Nothing was
+	// changed.
 	ErrWrongType = errors.New("rlock: key holds a value of another type")
 )
