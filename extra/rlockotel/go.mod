@@ -5,6 +5,7 @@ go 1.26.0
 replace github.com/rlock-go/rlock => ../..
 
 require (
+	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/rlock-go/rlock v0.0.0-00010101000000-000000000000
 	github.com/stretchr/testify v1.12.1
@@ -15,7 +16,6 @@ require (
 )
 
 require (
-	github.com/alicebob/miniredis/v2 v2.40.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
