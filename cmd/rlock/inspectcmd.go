@@ -72,11 +72,12 @@ func inspectCmd(ctx context.Context, args []string, e env) error {
 	if interval <= 0 {
 		return usageError("--interval must be positive")
 	}
-	rdb, _, err := conn.connect(ctx, defaultRedisURL)
+	rdb, tgt, err := conn.connect(ctx, defaultRedisURL)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
+	tgt.warn(e, "inspect")
 
 	show := func(r *inspect.Report) error {
 		if jsonOut {
@@ -223,7 +224,11 @@ func writeWaitingWriters(b *strings.Builder, r *inspect.Report) {
 		fmt.Fprintf(b, "%-12s %s\n", "waiting", "no writer waits")
 		return
 	}
-	fmt.Fprintf(b, "%-12s %s keep new readers out\n", "waiting", plural(int64(len(r.WaitingWriters)), "writer"))
+	verb := "keep"
+	if len(r.WaitingWriters) == 1 {
+		verb = "keeps"
+	}
+	fmt.Fprintf(b, "%-12s %s %s new readers out\n", "waiting", plural(int64(len(r.WaitingWriters)), "writer"), verb)
 	for i, w := range r.WaitingWriters {
 		dl := "until " + w.Deadline.Format(timeFormat)
 		if w.Overdue(r.Time) {
