@@ -184,7 +184,7 @@ func WithoutReplicaSync() ClientOption {
 // calls of the client are in flight, so that the Lock and Unlock calls of
 // many goroutines share round trips instead of taking one connection each.
 // With 64 goroutines on distinct keys it more than doubles throughput (see
-// the README's benchmarks); a lone goroutine sees no change. Off by
+// docs/benchmarks.md); a lone goroutine sees no change. Off by
 // default.
 //
 // An auto-pipelined attempt of a Lock or TryLock whose ctx can end waits

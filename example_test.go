@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/rlock-go/rlock/internal/base"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -52,28 +55,129 @@ func ExampleWithOwner() {
 	// bad owner: true
 }
 
-// The keys and channels of a lock follow Redisson's layout and stay in the
-// lock's hash slot, so every script runs on one Redis Cluster node.
-func ExampleDerivedKey() {
-	for _, name := range []string{"orders:42", "{user:7}:cart"} {
-		fmt.Println(name, "->", base.Channel(name))
-		fmt.Println(name, "->", base.DerivedKey(base.QueuePrefix, name))
-		fmt.Println("same slot:", base.Slot(name) == base.Slot(base.DerivedKey(base.TokenPrefix, name)))
+// One client per Redis deployment, one cheap handle per lock name; the
+// lock is held until Unlock, or until ctx ends while waiting.
+func ExampleNewClient() {
+	srv, _ := miniredis.Run() // any Redis; an embedded one for the example
+	defer srv.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer rdb.Close()
+
+	c, err := rlock.NewClient(rdb) // no I/O
+	if err != nil {
+		panic(err)
 	}
+	defer c.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	l, err := reentrant.New(c, "orders:42") // no I/O
+	if err != nil {
+		panic(err)
+	}
+	if err := l.Lock(ctx); err != nil { // waits until held, or ctx ends
+		panic(err)
+	}
+	defer l.Unlock(ctx)
+
+	until := l.Until().Round(0) // Round(0) drops the monotonic clock reading
+	fmt.Println("held for the next 30s:", time.Until(until) <= 30*time.Second)
+	fmt.Println("lost:", l.Ctx().Err() != nil)
 	// Output:
-	// orders:42 -> redisson_lock__channel:{orders:42}
-	// orders:42 -> redisson_lock_queue:{orders:42}
-	// same slot: true
-	// {user:7}:cart -> redisson_lock__channel:{user:7}:cart
-	// {user:7}:cart -> redisson_lock_queue:{user:7}:cart
-	// same slot: true
+	// held for the next 30s: true
+	// lost: false
 }
 
-func ExampleValidateName() {
-	fmt.Println(base.ValidateName("orders:42"))
-	err := base.ValidateName("")
+// Bad input is an error wrapping ErrInvalidArgument, before any I/O.
+func ExampleNewClient_badInput() {
+	_, err := rlock.NewClient(nil)
 	fmt.Println(errors.Is(err, rlock.ErrInvalidArgument))
 	// Output:
-	// <nil>
 	// true
+}
+
+// A lock keeps Redisson's data layout: a hash named after the lock, whose
+// field is "<clientID>:<ownerID>" and value the hold count; derived keys
+// such as the fencing counter carry the name in braces, so they stay in
+// the lock's Redis Cluster hash slot.
+func Example_dataLayout() {
+	srv, _ := miniredis.Run()
+	defer srv.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer rdb.Close()
+	c, _ := rlock.NewClient(rdb, rlock.WithClientID("3f1c2a9e-0000-4000-8000-000000000001"))
+	defer c.Close()
+	ctx := context.Background()
+
+	l, _ := reentrant.New(c, "orders:42", reentrant.WithFencing())
+	if err := l.Lock(ctx); err != nil {
+		panic(err)
+	}
+	_ = l.Lock(ctx) // re-entry: the hold count goes to 2
+	keys := srv.Keys()
+	slices.Sort(keys)
+	fmt.Println(keys)
+	fmt.Println(rdb.HGetAll(ctx, "orders:42").Val())
+	_ = l.Unlock(ctx)
+	_ = l.Unlock(ctx)
+	// Output:
+	// [orders:42 redisson_lock_token:{orders:42}]
+	// map[3f1c2a9e-0000-4000-8000-000000000001:#1:2]
+}
+
+// Many goroutines of one client, each on its own lock: with
+// WithAutoPipeline their scripts share round trips.
+func ExampleWithAutoPipeline() {
+	srv, _ := miniredis.Run()
+	defer srv.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer rdb.Close() // also stops rdb's auto-pipeliner
+	c, err := rlock.NewClient(rdb, rlock.WithAutoPipeline())
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var done atomic.Int32
+	for i := range 16 {
+		wg.Go(func() {
+			l, _ := reentrant.New(c, fmt.Sprintf("orders:%d", i))
+			if err := l.Lock(ctx); err != nil {
+				return
+			}
+			defer func() { _ = l.Unlock(ctx) }()
+			done.Add(1)
+		})
+	}
+	wg.Wait()
+	fmt.Println("orders handled:", done.Load())
+	// Output:
+	// orders handled: 16
+}
+
+// WatchdogStats and Waiters report what the client's watchdog and waiters
+// are doing.
+func ExampleClient_WatchdogStats() {
+	srv, _ := miniredis.Run()
+	defer srv.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer rdb.Close()
+	c, _ := rlock.NewClient(rdb)
+	defer c.Close()
+	ctx := context.Background()
+
+	l, _ := reentrant.New(c, "orders:42") // watchdog mode: renewed while held
+	if err := l.Lock(ctx); err != nil {
+		panic(err)
+	}
+	fmt.Println("registered with the watchdog:", c.WatchdogStats().Registered)
+	fmt.Println("waiting:", c.Waiters().Waiters)
+	_ = l.Unlock(ctx)
+	fmt.Println("registered after Unlock:", c.WatchdogStats().Registered)
+	// Output:
+	// registered with the watchdog: 1
+	// waiting: 0
+	// registered after Unlock: 0
 }

@@ -29,44 +29,6 @@ var snippetSkips = map[string]string{
 	"docs/rwlock-design.md": "a design proposal: declarations without bodies, not code to paste",
 }
 
-// snippetPrelude declares, at package level, what the README's fragments
-// assume is in scope. A fragment's own declarations shadow these.
-const snippetPrelude = `package snippet
-
-import (
-	"context"
-	"database/sql"
-
-	"github.com/redis/go-redis/v9"
-
-	"github.com/rlock-go/rlock"
-	"github.com/rlock-go/rlock/fair"
-	"github.com/rlock-go/rlock/reentrant"
-	"github.com/rlock-go/rlock/rwlock"
-)
-
-var (
-	ctx  context.Context
-	err  error
-	work func(context.Context)
-
-	rdb                *redis.Client
-	c                  *rlock.Client
-	c1, c2, c3, c4, c5 *rlock.Client
-	addrs              []string
-	seeds, sentinels   []string
-
-	l      *reentrant.Lock
-	stock  *reentrant.Lock
-	wallet *fair.Lock
-	ledger *rwlock.WriteLock
-
-	db        *sql.DB
-	updateSQL string
-	balance   int64
-)
-`
-
 // snippetPackages are the packages a fragment may use without importing
 // them, by the name it uses.
 var snippetPackages = map[string]string{
@@ -104,8 +66,9 @@ func (s snippet) String() string { return fmt.Sprintf("%s:%d", s.file, s.line) }
 
 // TestReadmeSnippetsCompile checks that every ```go block of the README and
 // the docs compiles against the module as it is: a block that starts with
-// "package" as a program of its own, any other as the body of a function
-// with snippetPrelude in scope. All of them are vetted by one go vet run on
+// "package" as a program of its own, any other as the declarations of a
+// file (fragmentFile): what a user pastes, with nothing in scope but the
+// imports it names or implies. All of them are vetted by one go vet run on
 // packages generated in a directory under the module root.
 func TestReadmeSnippetsCompile(t *testing.T) {
 	goCmd, err := exec.LookPath("go")
@@ -136,7 +99,7 @@ func TestReadmeSnippetsCompile(t *testing.T) {
 	}
 	out, err := exec.Command(goCmd, append([]string{"vet"}, pkgs...)...).CombinedOutput()
 	if err == nil {
-		t.Logf("%d snippets compile", len(snippets))
+		t.Logf("%d snippets compile", len(pkgs))
 		return
 	}
 	reportSnippetFailures(t, snippets, generated, string(out))
@@ -211,11 +174,8 @@ func writeSnippet(t *testing.T, dir string, s snippet) (string, error) {
 	var src string
 	if s.complete() {
 		src = fmt.Sprintf("//line %s:%d\n%s", abs, s.line, s.code)
-	} else {
-		if src, err = fragmentFile(abs, s); err != nil {
-			return "", err
-		}
-		writeFile(t, filepath.Join(dir, "prelude.go"), snippetPrelude)
+	} else if src, err = fragmentFile(abs, s); err != nil {
+		return "", err
 	}
 	writeFile(t, filepath.Join(dir, "snippet.go"), src)
 	return src, nil
@@ -232,19 +192,22 @@ func writeFile(t *testing.T, name, content string) {
 // on its line); never a variadic call's "xs...".
 var placeholder = regexp.MustCompile(`(?m)(^|\{)([ \t]*)\.\.\.([ \t]*)(\}|$)`)
 
-// fragmentFile builds the file that compiles fragment s: its leading
-// imports hoisted to file level (with the packages it uses unimported from
-// snippetPackages), its "..." statements replaced by panics, its body in a
-// function, and every name it declares at the top level used once (unless
-// it ends with a return).
+// fragmentFile builds the file that compiles fragment s, a block of
+// declarations as a user pastes it into a file of theirs: functions (such
+// as func main(), or one naming the parameters its code uses) and their
+// imports. Its imports are kept, the packages it uses by name without
+// importing them are imported from snippetPackages, and its "..."
+// statements become panics. Nothing else is added: a block of bare
+// statements does not compile, nor does one that declares a variable it
+// never uses.
 func fragmentFile(abs string, s snippet) (string, error) {
 	imports, body := hoistImports(s)
 	body = placeholder.ReplaceAllString(body, `${1}${2}panic("...")${3}${4}`)
-	names, err := fragmentNames(fmt.Sprintf("//line %s:%d\n%s", s.file, s.line, body))
+	used, err := fragmentUses(fmt.Sprintf("//line %s:%d\n%s", s.file, s.line, body))
 	if err != nil {
 		return "", err
 	}
-	imports = append(missingImports(imports, names.used), imports...)
+	imports = append(missingImports(imports, used), imports...)
 	var b strings.Builder
 	b.WriteString("package snippet\n\nimport (\n")
 	for _, imp := range imports {
@@ -253,16 +216,7 @@ func fragmentFile(abs string, s snippet) (string, error) {
 		}
 		fmt.Fprintf(&b, "\t%s\n", imp.spec)
 	}
-	fmt.Fprintf(&b, ")\n\nfunc snippet() error {\n//line %s:%d\n%s", abs, s.line, body)
-	if !names.returns {
-		// Back to this file's own lines (relative to its directory).
-		fmt.Fprintf(&b, "//line snippet.go:%d\n", strings.Count(b.String(), "\n")+2)
-		for _, name := range names.declared {
-			fmt.Fprintf(&b, "\t_ = %s\n", name)
-		}
-		b.WriteString("\treturn nil\n")
-	}
-	b.WriteString("}\n")
+	fmt.Fprintf(&b, ")\n\n//line %s:%d\n%s", abs, s.line, body)
 	return b.String(), nil
 }
 
@@ -301,58 +255,24 @@ func hoistImports(s snippet) (imports []importSpec, body string) {
 	return imports, strings.Join(lines, "\n")
 }
 
-// A fragment's names: those it declares at its top level, the identifiers
-// it uses as a selector's operand, and whether its last statement returns.
-type fragmentInfo struct {
-	declared []string
-	used     map[string]bool
-	returns  bool
-}
-
-// fragmentNames parses a fragment's body as a function body.
-func fragmentNames(body string) (fragmentInfo, error) {
-	var info fragmentInfo
-	f, err := parser.ParseFile(token.NewFileSet(), "fragment.go", "package p\nfunc f() error {\n"+body+"\n}\n", 0)
+// fragmentUses parses a fragment's body as the declarations of a file
+// and returns the identifiers it uses as a selector's operand. A body of
+// statements, not declarations, is an error that says how to write it.
+func fragmentUses(body string) (map[string]bool, error) {
+	f, err := parser.ParseFile(token.NewFileSet(), "fragment.go", "package p\n"+body, 0)
 	if err != nil {
-		return info, err
+		return nil, fmt.Errorf("%w (a ```go block is a program, or declarations such as func main() or a function with the parameters its code uses, never bare statements)", err)
 	}
-	fn := f.Decls[0].(*ast.FuncDecl)
-	add := func(id *ast.Ident) {
-		if id.Name != "_" && !slices.Contains(info.declared, id.Name) {
-			info.declared = append(info.declared, id.Name)
-		}
-	}
-	if n := len(fn.Body.List); n > 0 {
-		_, info.returns = fn.Body.List[n-1].(*ast.ReturnStmt)
-	}
-	for _, st := range fn.Body.List {
-		switch st := st.(type) {
-		case *ast.AssignStmt:
-			if st.Tok == token.DEFINE {
-				for _, e := range st.Lhs {
-					add(e.(*ast.Ident))
-				}
-			}
-		case *ast.DeclStmt:
-			for _, spec := range st.Decl.(*ast.GenDecl).Specs {
-				if vs, ok := spec.(*ast.ValueSpec); ok {
-					for _, id := range vs.Names {
-						add(id)
-					}
-				}
-			}
-		}
-	}
-	info.used = map[string]bool{}
-	ast.Inspect(fn.Body, func(n ast.Node) bool {
+	used := map[string]bool{}
+	ast.Inspect(f, func(n ast.Node) bool {
 		if sel, ok := n.(*ast.SelectorExpr); ok {
 			if id, ok := sel.X.(*ast.Ident); ok {
-				info.used[id.Name] = true
+				used[id.Name] = true
 			}
 		}
 		return true
 	})
-	return info, nil
+	return used, nil
 }
 
 // missingImports returns the import specs, from snippetPackages, of the
@@ -415,7 +335,7 @@ func reportSnippetFailures(t *testing.T, snippets []snippet, generated []string,
 		attributed = true
 		t.Errorf("%s: the ```go block does not compile:\n%s", s, msgs[i].String())
 		if !s.complete() {
-			t.Logf("%s: generated copy (with snippetPrelude in scope):\n%s", s, numbered(generated[i]))
+			t.Logf("%s: generated copy:\n%s", s, numbered(generated[i]))
 		}
 	}
 	if unattributed.Len() > 0 || !attributed {
@@ -460,4 +380,63 @@ func numbered(src string) string {
 		fmt.Fprintf(&b, "%4d  %s\n", i+1, line)
 	}
 	return b.String()
+}
+
+// readmeMaxBytes is the README's budget: one page a newcomer reads in five
+// minutes. What does not fit belongs in docs/ or the package docs.
+const readmeMaxBytes = 20 << 10
+
+// TestReadmeSize fails when the README grows past readmeMaxBytes.
+func TestReadmeSize(t *testing.T) {
+	fi, err := os.Stat("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() > readmeMaxBytes {
+		t.Errorf("README.md is %d bytes, over its budget of %d: move the detail to docs/ or the package docs", fi.Size(), readmeMaxBytes)
+	}
+}
+
+// TestReadmeTestCommandIsCI checks that .ci/run runs the test command the
+// README gives, byte for byte, so the README's promise is what CI checks.
+func TestReadmeTestCommandIsCI(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?m)^(go test [^#\n]*?)\\s*#").FindSubmatch(readme)
+	if m == nil {
+		t.Fatal("README.md gives no `go test ...` command in a shell block")
+	}
+	ci, err := os.ReadFile(".ci/run")
+	if err != nil {
+		t.Skipf("no .ci/run here: %v", err)
+	}
+	cmd := string(m[1])
+	if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(cmd) + `$`).Match(ci) {
+		t.Errorf(".ci/run does not run the README's test command %q on a line of its own", cmd)
+	}
+}
+
+// TestReadmeLinks checks that every relative link of the README and the
+// docs names a file that exists.
+func TestReadmeLinks(t *testing.T) {
+	files := []string{"README.md", "extra/rlockotel/README.md"}
+	docs, _ := filepath.Glob("docs/*.md")
+	link := regexp.MustCompile(`\]\(([^)#\s]+)(#[^)]*)?\)`)
+	for _, f := range append(files, docs...) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(data), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(filepath.Dir(f), target)); err != nil {
+				t.Errorf("%s: link to %s: %v", f, target, err)
+			}
+		}
+	}
 }

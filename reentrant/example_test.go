@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -178,36 +176,4 @@ func (s *fencedStore) write(token int64, value string) error {
 	}
 	s.highest, s.value = token, value
 	return nil
-}
-
-// Many goroutines of one client, each on its own lock: with
-// WithAutoPipeline their scripts share round trips.
-func ExampleWithAutoPipeline() {
-	srv, _ := miniredis.Run()
-	defer srv.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	defer rdb.Close() // also stops rdb's auto-pipeliner
-	c, err := rlock.NewClient(rdb, rlock.WithAutoPipeline())
-	if err != nil {
-		panic(err)
-	}
-	defer c.Close()
-
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	var done atomic.Int32
-	for i := range 16 {
-		wg.Go(func() {
-			l, _ := reentrant.New(c, fmt.Sprintf("orders:%d", i))
-			if err := l.Lock(ctx); err != nil {
-				return
-			}
-			defer func() { _ = l.Unlock(ctx) }()
-			done.Add(1)
-		})
-	}
-	wg.Wait()
-	fmt.Println("orders handled:", done.Load())
-	// Output:
-	// orders handled: 16
 }

@@ -11,7 +11,7 @@
 // master of each key's hash slot on a *redis.ClusterClient (MasterForKey),
 // the shard of each key on a *redis.Ring, the one server otherwise. Each
 // node's locks go out in one pipeline on that node's own client: script
-// calls of up to 100 keys each (WithBatchSize; one hash slot per call on a
+// calls of up to 100 keys each (rlock.WithWatchdogBatchSize; one hash slot per call on a
 // cluster, as Redis requires), written at once and answered in one round
 // trip. The nodes are renewed concurrently, one goroutine per node with a
 // round in flight, so a slow or frozen node delays no other node's
@@ -92,7 +92,6 @@
 //
 // A holder that must not act past its lease checks Err or Until before
 // acting rather than relying on Done alone.
-
 package watchdog
 
 import "time"

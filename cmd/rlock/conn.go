@@ -62,6 +62,13 @@ type target struct {
 	newClient func() redis.UniversalClient
 	// timeout bounds the first PING (--connect-timeout).
 	timeout time.Duration
+	// bare, set when a password but no user was given, returns a client
+	// for the same place without credentials: if the server answers it,
+	// the password was not needed (a Redis whose default user has no
+	// password accepts any AUTH), and ping sets warning.
+	bare func() redis.UniversalClient
+	// warning, set by ping, is for the command to print on stderr.
+	warning string
 }
 
 // resolve validates the flags. fallback is the URL used when neither flag is
@@ -81,11 +88,17 @@ func (c *connFlags) resolve(fallback string) (*target, error) {
 		}
 		opts := &redis.ClusterOptions{Addrs: addrs, DialerRetries: dialerRetries, DialTimeout: c.timeout,
 			Username: c.user, Password: c.secret(), TLSConfig: c.tlsConfig("")}
-		return &target{
+		t := &target{
 			where:     "Redis Cluster at " + strings.Join(addrs, ","),
 			newClient: func() redis.UniversalClient { return redis.NewClusterClient(opts) },
 			timeout:   c.timeout,
-		}, nil
+		}
+		if opts.Password != "" && opts.Username == "" {
+			bare := *opts
+			bare.Password = ""
+			t.bare = func() redis.UniversalClient { return redis.NewClusterClient(&bare) }
+		}
+		return t, nil
 	}
 	u := c.redisURL
 	if u == "" {
@@ -101,11 +114,21 @@ func (c *connFlags) resolve(fallback string) (*target, error) {
 	if err := c.apply(opts); err != nil {
 		return nil, err
 	}
-	return &target{
+	return withBare(&target{
 		where:     "Redis at " + opts.Addr,
 		newClient: func() redis.UniversalClient { return redis.NewClient(opts) },
 		timeout:   c.timeout,
-	}, nil
+	}, opts), nil
+}
+
+// withBare sets t.bare when opts carry a password but no user.
+func withBare(t *target, opts *redis.Options) *target {
+	if opts.Password != "" && opts.Username == "" {
+		bare := *opts
+		bare.Password = ""
+		t.bare = func() redis.UniversalClient { return redis.NewClient(&bare) }
+	}
+	return t
 }
 
 // node returns the target of one server at addr, such as a RedLock node,
@@ -113,7 +136,7 @@ func (c *connFlags) resolve(fallback string) (*target, error) {
 func (c *connFlags) node(where, addr string) *target {
 	opts := &redis.Options{Addr: addr, DialerRetries: dialerRetries, DialTimeout: c.timeout,
 		Username: c.user, Password: c.secret(), TLSConfig: c.tlsConfig("")}
-	return &target{where: where, newClient: func() redis.UniversalClient { return redis.NewClient(opts) }, timeout: c.timeout}
+	return withBare(&target{where: where, newClient: func() redis.UniversalClient { return redis.NewClient(opts) }, timeout: c.timeout}, opts)
 }
 
 // apply adds the flags' credentials, TLS and timeout to the options of a
@@ -270,10 +293,21 @@ func (t *target) ping(ctx context.Context, rdb redis.UniversalClient) error {
 	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	err := rdb.Ping(pctx).Err()
+	// go-redis applies its own ReadTimeout (3 s, times its retries) to a
+	// connection's setup and to the PING, not pctx's deadline: wait for
+	// pctx, not for go-redis. The caller's Close of rdb ends the PING.
+	done := make(chan error, 1)
+	go func() { done <- rdb.Ping(pctx).Err() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-pctx.Done():
+		err = pctx.Err()
+	}
 	var reply redis.Error
 	switch {
 	case err == nil:
+		t.checkPasswordNeeded(ctx)
 		return nil
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -281,6 +315,36 @@ func (t *target) ping(ctx context.Context, rdb redis.UniversalClient) error {
 		return &refusedError{t.where, err}
 	}
 	return &unreachableError{t.where, timeout, err}
+}
+
+// checkPasswordNeeded sets t.warning when a password was given and the
+// server also answers a connection without one: it does not check
+// passwords (a default user without one accepts any AUTH), so the password
+// protects nothing and may be meant for another server.
+func (t *target) checkPasswordNeeded(ctx context.Context) {
+	if t.bare == nil {
+		return
+	}
+	rdb := t.bare()
+	defer rdb.Close()
+	pctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- rdb.Ping(pctx).Err() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.warning = fmt.Sprintf("a password was given, but %s does not require one: it accepts connections without a password and does not check it", t.where)
+		}
+	case <-pctx.Done():
+	}
+}
+
+// warn prints t's warning, if any, for command cmd.
+func (t *target) warn(e env, cmd string) {
+	if t != nil && t.warning != "" {
+		fmt.Fprintf(e.stderr, "rlock %s: warning: %s\n", cmd, t.warning)
+	}
 }
 
 // connect resolves the flags (fallback as in resolve), opens a client and

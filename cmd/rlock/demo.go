@@ -209,6 +209,7 @@ func demo(ctx context.Context, args []string, e env) error {
 	if err := pingTarget(ctx, tgt); err != nil {
 		return err
 	}
+	tgt.warn(e, "demo")
 
 	// RedLock nodes: only when a selected kind needs them.
 	var nodes []*target
@@ -244,6 +245,7 @@ func demo(ctx context.Context, args []string, e env) error {
 			if err := pingTarget(ctx, n); err != nil {
 				return err
 			}
+			n.warn(e, "demo")
 		}
 	}
 

@@ -22,6 +22,15 @@ count), remaining TTL, fencing token counter, the fair lock's queue with each
 waiter's deadline, and how many clients are subscribed to the lock's channel
 and to each waiter's channel. It only reads.
 
+A fair-queue waiter's deadline is its score in redisson_lock_timeout:{NAME},
+which Redisson makes cumulative: a waiter's score is the one ahead of it plus
+the thread wait time (5 min by default), so the n-th waiter shows about
+n x 5 min even while it is alive. It is the deadline Redisson's own scripts
+judge a waiter by. A live rlock waiter also renews a liveness deadline of
+now + its queue timeout (30 s by default) at least every third of it; rlock's
+scripts drop an rlock waiter only once that passes, and its score never falls
+below it.
+
 A NAME with no key and no waiter is shown as "no such lock" ("exists": false
 in JSON): a released lock leaves no key unless it has a token counter, so it
 is free if the name is right.
@@ -63,11 +72,12 @@ func inspectCmd(ctx context.Context, args []string, e env) error {
 	if interval <= 0 {
 		return usageError("--interval must be positive")
 	}
-	rdb, _, err := conn.connect(ctx, defaultRedisURL)
+	rdb, tgt, err := conn.connect(ctx, defaultRedisURL)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
+	tgt.warn(e, "inspect")
 
 	show := func(r *inspect.Report) error {
 		if jsonOut {
@@ -214,7 +224,11 @@ func writeWaitingWriters(b *strings.Builder, r *inspect.Report) {
 		fmt.Fprintf(b, "%-12s %s\n", "waiting", "no writer waits")
 		return
 	}
-	fmt.Fprintf(b, "%-12s %s keep new readers out\n", "waiting", plural(int64(len(r.WaitingWriters)), "writer"))
+	verb := "keep"
+	if len(r.WaitingWriters) == 1 {
+		verb = "keeps"
+	}
+	fmt.Fprintf(b, "%-12s %s %s new readers out\n", "waiting", plural(int64(len(r.WaitingWriters)), "writer"), verb)
 	for i, w := range r.WaitingWriters {
 		dl := "until " + w.Deadline.Format(timeFormat)
 		if w.Overdue(r.Time) {

@@ -39,8 +39,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
@@ -151,7 +153,7 @@ func run(ctx context.Context, args []string, e env) int {
 	case args[0] == "version" || args[0] == "--version":
 		return version(args[1:], e)
 	default:
-		fmt.Fprintf(e.stderr, "rlock: unknown command %q\n\n%s", args[0], usage)
+		fmt.Fprintf(e.stderr, "rlock: unknown command %q (see 'rlock --help')\n", args[0])
 		return exitUsage
 	}
 	switch {
@@ -160,7 +162,8 @@ func run(ctx context.Context, args []string, e env) int {
 	case errors.Is(err, flag.ErrHelp):
 		return exitOK
 	case errors.Is(err, errUsage):
-		fmt.Fprintf(e.stderr, "rlock %s: %v\n", args[0], err)
+		msg := strings.TrimPrefix(err.Error(), errUsage.Error()+": ")
+		fmt.Fprintf(e.stderr, "rlock %s: %s (see 'rlock %s --help')\n", args[0], msg, args[0])
 		return exitUsage
 	case errors.Is(err, errUnreachable):
 		fmt.Fprintf(e.stderr, "rlock %s: %v\n", args[0], err)
@@ -270,14 +273,24 @@ func usageError(format string, a ...any) error {
 
 // parse parses args with fs, allowing flags after positional arguments (as
 // in "rlock inspect NAME --json"); everything after "--" is positional.
+//
+// A bad flag is a usage error of one line (run adds the pointer to
+// --help), not the flag package's message followed by the whole help; -h
+// prints the help (fs.Usage) and returns flag.ErrHelp.
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	help, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	defer func() { fs.Usage = help; fs.SetOutput(out) }()
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				fs.SetOutput(out)
+				help()
 				return nil, err
 			}
-			return nil, fmt.Errorf("%w: %v", errUsage, err)
+			return nil, fmt.Errorf("%w: %s", errUsage, flagMessage(fs, err))
 		}
 		rest := fs.Args()
 		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
@@ -289,4 +302,21 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// notBoolValue matches the flag package's message for a bad value of a
+// flag that may be given bare (IsBoolFlag), such as --progress.
+var notBoolValue = regexp.MustCompile(`^invalid boolean value ("[^"]*") for -(\S+): (.*)$`)
+
+// flagMessage is the flag package's error message, except that a flag that
+// may be given bare but takes words (--progress=bar) is not called boolean.
+func flagMessage(fs *flag.FlagSet, err error) string {
+	m := notBoolValue.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err.Error()
+	}
+	if f := fs.Lookup(m[2]); f != nil && fmt.Sprintf("%T", f.Value) == "*flag.boolValue" {
+		return err.Error()
+	}
+	return fmt.Sprintf("invalid value %s for --%s: %s", m[1], m[2], m[3])
 }

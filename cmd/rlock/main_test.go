@@ -637,7 +637,7 @@ func TestInspectAndUnlockRWLock(t *testing.T) {
 	require.Equal(t, 0, code, errOut)
 	require.Contains(t, out, "mode         read (a Redisson read-write lock)")
 	require.Regexp(t, `1 hold  \(reader, lease (59m59\.\d|1h0m0)s?\)`, out)
-	require.Contains(t, out, "waiting      1 writer keep new readers out")
+	require.Contains(t, out, "waiting      1 writer keeps new readers out")
 	require.Contains(t, out, "redisson_rwlock:{cli-rwlock}")
 	code, out, errOut = runBin(t, "", "inspect", "--json", redisURL(b), name)
 	require.Equal(t, 0, code, errOut)
@@ -1001,4 +1001,123 @@ func TestUnlockForceEveryLockKind(t *testing.T) {
 			require.Zero(t, n, kind)
 		}
 	})
+}
+
+// TestConnectTimeoutFrozenServer is the regression test of "--connect-timeout
+// 1s against a SIGSTOPped server exits after about 5 s": every command must
+// give up at --connect-timeout, not at go-redis's read timeout and retries.
+// The bound checked is 20 times the flag, far from any scheduling noise and
+// well below the go-redis ReadTimeout (3 s) the bug waited for.
+func TestConnectTimeoutFrozenServer(t *testing.T) {
+	if os.Getenv("RLOCK_REQUIRE_REDIS") == "" {
+		if _, err := exec.LookPath("redis-server"); err != nil {
+			t.Skip("no redis-server")
+		}
+	}
+	s := redistest.StartServer(t)
+	s.Freeze()
+	t.Cleanup(s.Thaw)
+	for _, args := range [][]string{
+		{"inspect", "--redis=redis://" + s.Addr(), "a"},
+		{"unlock", "--force", "--yes", "--redis=redis://" + s.Addr(), "a"},
+		{"demo", "--redis=redis://" + s.Addr(), "--locks=none"},
+		{"demo", "--redlock=" + s.Addr() + "," + s.Addr() + "," + s.Addr(), "--locks=redlock"},
+		{"inspect", "--cluster=" + s.Addr(), "a"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, append(args, "--connect-timeout=100ms")...)
+			var errb bytes.Buffer
+			cmd.Stderr = &errb
+			err := cmd.Run()
+			require.NoError(t, ctx.Err(), "rlock %q did not give up within 20 × --connect-timeout; stderr: %s", args, errb.String())
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee)
+			require.Equal(t, exitUnreachable, ee.ExitCode(), errb.String())
+			require.Contains(t, errb.String(), "no answer within 100ms (--connect-timeout)")
+		})
+	}
+}
+
+// TestUsageErrorIsOneLine is the regression test of "a usage error prints
+// the whole help followed by the error": a bad flag, value or argument
+// prints one line that ends with a pointer to --help, and --progress=bogus
+// is not called an invalid boolean.
+func TestUsageErrorIsOneLine(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"inspect", "--bogus", "a"}, "rlock inspect: flag provided but not defined: -bogus (see 'rlock inspect --help')"},
+		{[]string{"demo", "--progress=bogus"}, `rlock demo: invalid value "bogus" for --progress: want auto, bar, plain or off (see 'rlock demo --help')`},
+		{[]string{"unlock", "--force", "--yes", "--connect-timeout=x", "a"}, "(see 'rlock unlock --help')"},
+		{[]string{"inspect"}, "rlock inspect: missing lock NAME (see 'rlock inspect --help')"},
+		{[]string{"frobnicate"}, `rlock: unknown command "frobnicate" (see 'rlock --help')`},
+	} {
+		code, out, errOut := runIn("", tc.args...)
+		require.Equal(t, exitUsage, code, "%q: %s", tc.args, errOut)
+		require.Empty(t, out, "%q", tc.args)
+		require.Equal(t, 1, strings.Count(errOut, "\n"), "%q: want one line, got:\n%s", tc.args, errOut)
+		require.Contains(t, errOut, tc.want, "%q", tc.args)
+		require.NotContains(t, errOut, "invalid boolean", "%q", tc.args)
+	}
+}
+
+// TestNotALockReadsTheSame: every wrong shape of key is refused by inspect
+// and unlock with one message, `not a lock: key "<key>" <why>`.
+func TestNotALockReadsTheSame(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		rdb := b.NewClient(t)
+		require.NoError(t, rdb.Set(ctx, "nal-string", "v", 0).Err())
+		require.NoError(t, rdb.RPush(ctx, "nal-list", "v").Err())
+		require.NoError(t, rdb.HSet(ctx, "nal-hash", "f", "v").Err())
+		require.NoError(t, rdb.HSet(ctx, "nal-hash-ttl", "f", "v").Err())
+		require.NoError(t, rdb.PExpire(ctx, "nal-hash-ttl", time.Hour).Err())
+		require.NoError(t, rdb.HSet(ctx, "nal-count", "a:b", "v").Err())
+		require.NoError(t, rdb.PExpire(ctx, "nal-count", time.Hour).Err())
+		require.NoError(t, rdb.Set(ctx, "redisson_lock_queue:{nal-queue}", "v", 0).Err())
+		for _, tc := range []struct{ name, key string }{
+			{"nal-string", "nal-string"},
+			{"nal-list", "nal-list"},
+			{"nal-hash", "nal-hash"},
+			{"nal-hash-ttl", "nal-hash-ttl"},
+			{"nal-count", "nal-count"},
+			{"nal-queue", "redisson_lock_queue:{nal-queue}"},
+		} {
+			for _, cmd := range [][]string{{"inspect"}, {"unlock", "--force", "--yes"}} {
+				code, _, errOut := runIn("", append(cmd, redisURL(b), tc.name)...)
+				require.Equal(t, exitFailure, code, "%s %s: %s", cmd[0], tc.name, errOut)
+				require.True(t, strings.HasPrefix(errOut, fmt.Sprintf("rlock %s: not a lock: key %q ", cmd[0], tc.key)),
+					"%s %s: %s", cmd[0], tc.name, errOut)
+			}
+		}
+	})
+}
+
+// TestPasswordNotNeededWarns: a password given to a server that does not
+// require one (its default user accepts any AUTH) is not silently
+// accepted: every command warns, and still works.
+func TestPasswordNotNeededWarns(t *testing.T) {
+	b := redistest.Real(t)
+	t.Setenv(passwordEnv, "")
+	warning := "warning: a password was given, but Redis at " + b.Addr + " does not require one"
+	for _, args := range [][]string{
+		{"inspect", "a", redisURL(b), "--password=x"},
+		{"inspect", "a", "--redis=redis://:x@" + b.Addr},
+		{"unlock", "--force", "--yes", "a", redisURL(b), "--password=x"},
+	} {
+		code, _, errOut := runIn("", args...)
+		require.Equal(t, exitOK, code, "%q: %s", args, errOut)
+		require.Contains(t, errOut, warning, "%q", args)
+	}
+	code, _, errOut := runIn("", "inspect", "a", redisURL(b))
+	require.Equal(t, exitOK, code, errOut)
+	require.NotContains(t, errOut, "warning")
+
+	requirePassword(t, b.Addr, "s3cret")
+	code, _, errOut = runIn("", "inspect", "a", redisURL(b), "--password=s3cret")
+	require.Equal(t, exitOK, code, errOut)
+	require.NotContains(t, errOut, "warning", "the server requires the password")
 }

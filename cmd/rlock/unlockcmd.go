@@ -43,11 +43,12 @@ func unlockCmd(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	rdb, _, err := conn.connect(ctx, defaultRedisURL)
+	rdb, tgt, err := conn.connect(ctx, defaultRedisURL)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
+	tgt.warn(e, "unlock")
 
 	// Read first: never delete a key that is not a lock (inspect.Read
 	// refuses it, see inspect.CheckLock), and show the operator whom they

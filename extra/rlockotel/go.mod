@@ -2,11 +2,15 @@ module github.com/rlock-go/rlock/extra/rlockotel
 
 go 1.26.0
 
+// For development in this repository only: Go ignores a replace in a
+// dependency's go.mod, so a module that requires rlockotel gets the rlock
+// version required below (docs/releasing.md).
 replace github.com/rlock-go/rlock => ../..
 
 require (
+	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/rlock-go/rlock v0.0.0-00010101000000-000000000000
+	github.com/rlock-go/rlock v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
@@ -15,7 +19,6 @@ require (
 )
 
 require (
-	github.com/alicebob/miniredis/v2 v2.40.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
