@@ -163,6 +163,9 @@ func (l *Lock) waitingBy(o *ownerState, delta int) {
 // started when anything reports its end.
 func (hp *holding) began(l *Lock, o *ownerState) {
 	hp.lock, hp.owner = l, o.key.field
+	if o.key.field == l.kind.field(l.ownField) {
+		hp.ctx = withMark(hp.ctx, l.gate) // a Lock with it re-enters (see Gate)
+	}
 	if len(l.c.ev.released)+len(l.c.ev.lost) > 0 {
 		hp.start = time.Now()
 	}
