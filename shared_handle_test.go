@@ -23,24 +23,24 @@ import (
 // exclude each other, on c.
 var sharedKinds = []struct {
 	name string
-	make func(t *testing.T, cs []*rlock.Client, name string) rlock.Locker
+	make func(t *testing.T, b *redistest.Backend, cs []*rlock.Client, name string) rlock.Locker
 }{
-	{"reentrant", func(t *testing.T, cs []*rlock.Client, name string) rlock.Locker {
+	{"reentrant", func(t *testing.T, b *redistest.Backend, cs []*rlock.Client, name string) rlock.Locker {
 		l, err := reentrant.New(cs[0], name)
 		require.NoError(t, err)
 		return l
 	}},
-	{"fair", func(t *testing.T, cs []*rlock.Client, name string) rlock.Locker {
+	{"fair", func(t *testing.T, b *redistest.Backend, cs []*rlock.Client, name string) rlock.Locker {
 		l, err := fair.New(cs[0], name)
 		require.NoError(t, err)
 		return l
 	}},
-	{"write", func(t *testing.T, cs []*rlock.Client, name string) rlock.Locker {
+	{"write", func(t *testing.T, b *redistest.Backend, cs []*rlock.Client, name string) rlock.Locker {
 		rw, err := rwlock.New(cs[0], name)
 		require.NoError(t, err)
 		return rw.WriteLock()
 	}},
-	{"multilock", func(t *testing.T, cs []*rlock.Client, name string) rlock.Locker {
+	{"multilock", func(t *testing.T, b *redistest.Backend, cs []*rlock.Client, name string) rlock.Locker {
 		var ms []rlock.Locker
 		for _, n := range []string{"{" + name + "}a", "{" + name + "}b"} {
 			l, err := reentrant.New(cs[0], n)
@@ -51,8 +51,21 @@ var sharedKinds = []struct {
 		require.NoError(t, err)
 		return m
 	}},
-	{"redlock", func(t *testing.T, cs []*rlock.Client, name string) rlock.Locker {
-		r, err := redlock.New(cs, name)
+	{"redlock", func(t *testing.T, b *redistest.Backend, cs []*rlock.Client, name string) rlock.Locker {
+		nodes := make([]*rlock.Client, 3) // independent servers
+		for i := range nodes {
+			var nb *redistest.Backend
+			switch {
+			case b.IsMini():
+				nb = redistest.Mini(t)
+			case b.IsReal():
+				nb = redistest.Real(t)
+			default:
+				t.Skip("RedLock runs over independent servers, not one cluster")
+			}
+			nodes[i] = sharedClients(t, nb)[0]
+		}
+		r, err := redlock.New(nodes, name)
 		require.NoError(t, err)
 		return r
 	}},
@@ -67,7 +80,7 @@ func TestSharedHandleExcludesGoroutines(t *testing.T) {
 		cs := sharedClients(t, b)
 		for _, k := range sharedKinds {
 			t.Run(k.name, func(t *testing.T) {
-				l := k.make(t, cs, redistest.Name(t))
+				l := k.make(t, b, cs, redistest.Name(t))
 				hammer(t, l, 16, 4)
 			})
 		}
@@ -138,7 +151,7 @@ func TestSharedHandleTryLockWhileAnotherGoroutineHolds(t *testing.T) {
 		for _, k := range sharedKinds {
 			t.Run(k.name, func(t *testing.T) {
 				ctx := context.Background()
-				l := k.make(t, cs, redistest.Name(t))
+				l := k.make(t, b, cs, redistest.Name(t))
 				require.NoError(t, l.Lock(ctx))
 				done := make(chan error)
 				go func() { done <- l.TryLock(ctx) }()
@@ -160,7 +173,7 @@ func TestSharedHandleReentersThroughCtx(t *testing.T) {
 		for _, k := range sharedKinds {
 			t.Run(k.name, func(t *testing.T) {
 				ctx := context.Background()
-				l := k.make(t, cs, redistest.Name(t))
+				l := k.make(t, b, cs, redistest.Name(t))
 				require.NoError(t, l.Lock(ctx))
 				in := holdingCtx(l)
 				for range 5 {
@@ -203,7 +216,13 @@ func TestSharedReadHandleSharesAndExcludesWriter(t *testing.T) {
 		require.NoError(t, <-second, "a second goroutine reads beside the first")
 		wrote := make(chan error)
 		go func() { wrote <- w.Lock(ctx) }()
-		require.Eventually(t, func() bool { return r.TryLock(ctx) != nil }, 10*time.Second, time.Millisecond,
+		require.Eventually(t, func() bool {
+			if err := r.TryLock(ctx); err != nil {
+				return errors.Is(err, rlock.ErrNotObtained)
+			}
+			require.NoError(t, r.Unlock(ctx))
+			return false
+		}, 10*time.Second, time.Millisecond,
 			"a waiting writer keeps new readers out")
 		select {
 		case err := <-wrote:
