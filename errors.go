@@ -53,4 +53,11 @@ var (
 	// write lock (others may take the lock in between), or take the write
 	// lock first and the read lock under it (a downgrade, always granted).
 	ErrUpgrade = base.ErrUpgrade
+
+	// ErrUnreachable means a blocking Lock gave up because Redis could not
+	// be reached, in a row, for the client's unreachable timeout (see
+	// WithUnreachableTimeout, 15 s by default), even though its ctx had
+	// time left; it wraps the last failure. The lock is not held. TryLock
+	// returns the failure at once instead.
+	ErrUnreachable = base.ErrUnreachable
 )
