@@ -85,13 +85,13 @@ func (c *Client) NewLock(name string, cfg LockConfig) (*Lock, error) {
 	id := "#" + strconv.FormatUint(c.handles.Add(1), 10)
 	k := newKind(name, cfg)
 	return &Lock{
-		c:        c,
-		name:     name,
-		lease:    cfg.Lease,
-		kind:     k,
-		ownerID:  id,
-		ownField: c.id + ":" + id,
-		latch:    base.DerivedKey(base.LatchPrefix, name),
+		c:         c,
+		name:      name,
+		lease:     cfg.Lease,
+		kind:      k,
+		ownerID:   id,
+		ownField:  c.id + ":" + id,
+		latch:     base.DerivedKey(base.LatchPrefix, name),
 		gate:      NewGate(),
 		exclusive: cfg.Kind != Read,
 	}, nil

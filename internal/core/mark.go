@@ -11,6 +11,20 @@ func withMark(ctx context.Context, g *Gate) context.Context {
 	return context.WithValue(ctx, markKey{g}, true)
 }
 
+// markedCtx is a context marked as a holding through g, embedded in the
+// holding so that marking it costs no allocation.
+type markedCtx struct {
+	context.Context
+	g *Gate
+}
+
+func (m *markedCtx) Value(key any) any {
+	if k, ok := key.(markKey); ok && k.g == m.g {
+		return true
+	}
+	return m.Context.Value(key)
+}
+
 // Reenters reports whether ctx descends from a holding through g (its Ctx,
 // or a context joined with it, see Join): a Lock with such a ctx re-enters
 // instead of waiting at the gate.
@@ -64,4 +78,3 @@ func Join(parent, holding context.Context) (context.Context, context.CancelFunc)
 		cancel(context.Canceled)
 	}
 }
-
