@@ -257,5 +257,9 @@ func (l *Lock) notObtained() error {
 }
 
 func (l *Lock) ctxErr(ctx context.Context) error {
+	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
+		// A holding's Ctx that ended by loss: say so (ErrLockLost).
+		return fmt.Errorf("rlock: waiting for %q: %w: %w", l.name, ctx.Err(), cause)
+	}
 	return fmt.Errorf("rlock: waiting for %q: %w", l.name, ctx.Err())
 }
