@@ -123,6 +123,24 @@ func WithMaxPoll(d time.Duration) ClientOption {
 	}
 }
 
+// WithUnreachableTimeout sets how long a blocking Lock rides through
+// failures to reach Redis (timeouts, refused or broken connections, a
+// failover's LOADING or READONLY replies), in a row, before it gives up
+// and returns the last one wrapped in ErrUnreachable, even when its ctx has
+// time left. Default: 15 s, about Redisson's retry budget with its
+// defaults, long enough to ride through a Sentinel or Cluster failover. An
+// answer from Redis starts the count again. TryLock is not affected: it
+// returns the failure of its one attempt at once. d must be positive.
+func WithUnreachableTimeout(d time.Duration) ClientOption {
+	return func(c *clientConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: unreachable timeout %v is not positive", ErrInvalidArgument, d)
+		}
+		c.Unreachable = d
+		return nil
+	}
+}
+
 // WithLogger sets where the client logs (default: nowhere): at Warn, every
 // lost lock (with its cause, as Trace's LossInfo names it), renewal
 // failures and failed fair-queue departures; at Debug, attempts a waiting

@@ -14,6 +14,23 @@
 //	}
 //	defer l.Unlock(ctx)
 //
+// # Ownership
+//
+// A lock handle is used like a sync.Mutex: goroutines that share one
+// handle exclude each other (the read side of a read-write lock is shared,
+// like sync.RWMutex's RLock), and waiting goroutines are let through in
+// arrival order; after as many Unlocks as Locks the handle is free again,
+// whichever goroutine calls them. Unlock when nothing is held returns
+// ErrNotHeld and never releases another owner's hold. Re-entry is
+// explicit: a Lock whose ctx descends from the holding's Ctx() (the
+// context the work runs under; Do passes one to its function) re-enters
+// the holding instead of waiting for it, and so downgrades a write lock to
+// a read lock; re-entering with a plain ctx waits for itself, as a second
+// sync.Mutex.Lock would. WithOwner names an owner that spans goroutines,
+// handles or processes: calls carrying the same owner ID re-enter each
+// other's holds, and the caller orders them. Do runs a function while
+// holding a lock, and NewLocker adapts a lock to sync.Locker.
+//
 // The lock kinds, each in its own package, take the client first and the
 // lock's name second:
 //

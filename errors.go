@@ -59,4 +59,11 @@ var (
 	// one that is not what the synchronizer stores there (a count that is
 	// not an integer). Nothing was changed.
 	ErrWrongType = base.ErrWrongType
+
+	// ErrUnreachable means a blocking Lock gave up because Redis could not
+	// be reached, in a row, for the client's unreachable timeout (see
+	// WithUnreachableTimeout, 15 s by default), even though its ctx had
+	// time left; it wraps the last failure. The lock is not held. TryLock
+	// returns the failure at once instead.
+	ErrUnreachable = base.ErrUnreachable
 )

@@ -4,8 +4,10 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/rlock-go/rlock/internal/redistest"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(redistest.StopSharedAfter(m))
 }

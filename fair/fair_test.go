@@ -367,8 +367,8 @@ func TestReentryAndNonOwner(t *testing.T) {
 		l := newLock(t, c, name)
 		other := newLock(t, c, name)
 		require.NoError(t, l.Lock(ctx))
-		require.NoError(t, l.Lock(ctx))
-		require.NoError(t, l.TryLock(ctx))
+		require.NoError(t, l.Lock(l.Ctx()))    // re-entry: a ctx from the holding
+		require.NoError(t, l.TryLock(l.Ctx())) // re-entry
 		n, err := l.HoldCount(ctx)
 		require.NoError(t, err)
 		require.Equal(t, 3, n)

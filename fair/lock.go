@@ -16,8 +16,10 @@ import (
 const DefaultQueueTimeout = 30 * time.Second
 
 // Lock is a handle on one fair lock. Create it with New; it is cheap, does
-// no I/O, and is safe for concurrent use. As with the reentrant lock, the
-// handle is the default owner, and rlock.WithOwner carries an explicit one.
+// no I/O, and is safe for concurrent use. As with the reentrant lock,
+// goroutines that share it exclude each other (in arrival order), a Lock
+// whose ctx descends from the holding's Ctx re-enters, the handle is the
+// default owner, and rlock.WithOwner carries an explicit one.
 // All calls of one owner that wait share one place in the queue.
 type Lock struct {
 	l *core.Lock

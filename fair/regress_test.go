@@ -51,7 +51,7 @@ func TestQueueMovesAfterUnlockWithUnknownOutcome(t *testing.T) {
 		redistest.LoadScripts(t, viaProxy)
 		l := newLock(t, c, name)
 		require.NoError(t, l.Lock(ctx))
-		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, l.Lock(l.Ctx())) // re-entry
 
 		waiter := newLock(t, newClient(t, b), name)
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)

@@ -91,7 +91,12 @@ func (m *MultiLock) await(ctx context.Context, i int) error {
 // index of the member that failed.
 func (m *MultiLock) round(ctx context.Context, wait bool, step time.Duration) ([]grant, int, error) {
 	grants := make([]grant, len(m.members))
+	taken := make([]context.Context, 0, len(m.members))
+	outer := ctx
 	for i, l := range m.members {
+		// A later member behind the same gate as one taken in this call
+		// (the write and read side of one read-write lock) re-enters it.
+		ctx := core.WithMarksOf(outer, taken...)
 		var err error
 		switch {
 		case !wait:
@@ -108,12 +113,14 @@ func (m *MultiLock) round(ctx context.Context, wait bool, step time.Duration) ([
 			}
 		}
 		if err != nil {
+			ctx := outer
 			err = m.newError("lock", i, []Failure{m.failure(i, err)}, nil)
 			if rerr := m.release(ctx, i); rerr != nil {
 				err = errors.Join(err, fmt.Errorf("multilock: releasing the members taken: %w", rerr))
 			}
 			return nil, i, err
 		}
+		taken = append(taken, grants[i].ctx)
 	}
 	return grants, 0, nil
 }

@@ -30,8 +30,10 @@
 // Waits go through the members' own Lock, so a reentrant member wakes on its
 // unlock message instead of polling. The bound means two MultiLocks that
 // take shared locks in different orders can delay each other but never
-// deadlock. Re-locking a MultiLock the owner holds re-enters every member;
-// each successful Lock or TryLock needs one Unlock.
+// deadlock. Goroutines that share a MultiLock handle exclude each other,
+// as with a sync.Mutex. Re-locking a MultiLock with a ctx that descends
+// from its Ctx re-enters every member, and a member locked with such a ctx
+// re-enters too; each successful Lock or TryLock needs one Unlock.
 //
 // While the members are taken, every member that implements
 // rlock.LeaseLocker holds in watchdog mode (its client's watchdog renews

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/core"
 )
 
 // grant is what one member's acquisition created, as far as the MultiLock
@@ -59,6 +60,15 @@ type holding struct {
 func (m *MultiLock) newHolding(owner string, granted []bool, grants []grant) *holding {
 	h := &holding{m: m, owner: owner, granted: granted, grants: grants}
 	h.ctx, h.cancel = context.WithCancelCause(context.Background())
+	if owner == "" {
+		// A Lock with a ctx that descends from it re-enters the
+		// MultiLock and, in all mode, each member.
+		members := make([]context.Context, 0, len(grants))
+		for _, g := range grants {
+			members = append(members, g.ctx)
+		}
+		h.ctx = core.Mark(core.WithMarksOf(h.ctx, members...), m.gate)
+	}
 	for _, ok := range granted {
 		if ok {
 			h.live++

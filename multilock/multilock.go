@@ -40,6 +40,11 @@ type MultiLock struct {
 	// locks. See spawn.
 	run []func(func()) bool
 
+	// gate orders the goroutines that share this handle's default owner
+	// (see core.Gate): one holds the MultiLock at a time; a holder
+	// re-enters with a ctx that descends from Ctx.
+	gate *core.Gate
+
 	mu    sync.Mutex
 	holds map[string]*holding // by owner ID, "" the default owner
 	last  *holding            // the holding period of the last acquisition
@@ -185,6 +190,7 @@ func New(locks []rlock.Locker, opts ...Option) (*MultiLock, error) {
 		stepMin: cfg.stepMin, stepMax: cfg.stepMax,
 		replyWait: cfg.replyWait, retryMin: cfg.retryMin, retryMax: cfg.retryMax,
 		holds: make(map[string]*holding),
+		gate:  core.NewGate(),
 	}
 	if m.byVote {
 		m.quorum = cfg.quorum
@@ -310,10 +316,31 @@ func (m *MultiLock) acquire(ctx context.Context, lease time.Duration, wait bool)
 	if ctx.Err() != nil {
 		return m.ctxErr(ctx)
 	}
-	if m.byVote {
-		return m.acquireQuorum(ctx, lease, wait)
+	gated := ownerKey(ctx) == ""
+	reentry := gated && core.Reenters(ctx, m.gate)
+	if gated && !reentry {
+		ok, err := m.gate.Enter(ctx, true, wait)
+		switch {
+		case err != nil:
+			return m.ctxErr(ctx)
+		case !ok:
+			return fmt.Errorf("%w: %q is held through this handle (by another goroutine)", rlock.ErrNotObtained, m.Name())
+		}
 	}
-	return m.acquireAll(ctx, lease, wait)
+	var err error
+	if m.byVote {
+		err = m.acquireQuorum(ctx, lease, wait)
+	} else {
+		err = m.acquireAll(ctx, lease, wait)
+	}
+	switch {
+	case !gated:
+	case err == nil:
+		m.gate.Granted(true, reentry)
+	case !reentry:
+		m.gate.Leave(true)
+	}
+	return err
 }
 
 func (m *MultiLock) ctxErr(ctx context.Context) error {
@@ -385,6 +412,9 @@ func (m *MultiLock) SetLease(ctx context.Context, lease time.Duration) error {
 func (m *MultiLock) Unlock(ctx context.Context) error {
 	if err := checkInput(ctx, rlock.WatchdogMode); err != nil {
 		return err
+	}
+	if ownerKey(ctx) == "" {
+		defer m.gate.Released(true)
 	}
 	if m.byVote {
 		return m.unlockQuorum(ctx)

@@ -246,7 +246,7 @@ func TestReentryBalances(t *testing.T) {
 		ls := handles(t, []*rlock.Client{c, c}, name)
 		m := newMulti(t, ls)
 		require.NoError(t, m.Lock(ctx))
-		require.NoError(t, m.TryLock(ctx))
+		require.NoError(t, m.TryLock(m.Ctx())) // re-entry through the holding's ctx
 		for _, l := range ls {
 			require.Equal(t, 2, held(t, l))
 		}

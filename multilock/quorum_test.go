@@ -94,7 +94,7 @@ func TestQuorumOverMembersOnOneServerOrCluster(t *testing.T) {
 		m := newMulti(t, ls, multilock.WithQuorum(2), multilock.WithLease(time.Minute))
 		require.NoError(t, m.Lock(ctx))
 		isHeld(t, m, true)
-		require.NoError(t, m.TryLock(ctx)) // a re-entry: no I/O
+		require.NoError(t, m.TryLock(m.Ctx())) // a re-entry: no I/O
 		require.Equal(t, 1, held(t, ls[0]))
 		require.Zero(t, held(t, ls[1]))
 		require.NoError(t, m.Unlock(ctx))

@@ -104,7 +104,7 @@ func TestMultiLockLeaseDoesNotShortenAHoldItDidNotCreate(t *testing.T) {
 		require.NoError(t, a.Lock(ctx)) // the outer hold, in watchdog mode
 
 		m := newMulti(t, ls, multilock.WithLease(lease))
-		require.NoError(t, m.Lock(ctx))
+		require.NoError(t, m.Lock(a.Ctx())) // re-enters a
 		require.Equal(t, 2, held(t, a))
 		require.Greater(t, ttl(t, a), time.Second, "the re-entered member lost its watchdog lease")
 		require.LessOrEqual(t, ttl(t, ls[1]), lease, "the member the MultiLock took has its lease")
@@ -130,13 +130,13 @@ func TestNestedMultiLockLeaseDoesNotShortenAHoldItDidNotCreate(t *testing.T) {
 
 		inner := newMulti(t, ls[:2])
 		outer := newMulti(t, []rlock.Locker{inner, ls[2]}, multilock.WithLease(lease))
-		require.NoError(t, outer.Lock(ctx))
+		require.NoError(t, outer.Lock(a.Ctx())) // re-enters a
 		require.Greater(t, ttl(t, a), time.Second, "the re-entered member lost its watchdog lease")
 		require.LessOrEqual(t, ttl(t, ls[1]), lease)
 		require.LessOrEqual(t, ttl(t, ls[2]), lease)
 
 		// Re-entering the whole MultiLock changes no lease either.
-		require.NoError(t, outer.Lock(ctx))
+		require.NoError(t, outer.Lock(outer.Ctx()))
 		require.NoError(t, outer.Unlock(ctx))
 		require.NoError(t, outer.Unlock(ctx))
 		require.Equal(t, 1, held(t, a))
@@ -233,7 +233,7 @@ func TestAllModeSetLeaseDoesNotShortenAHoldItDidNotCreate(t *testing.T) {
 		require.NoError(t, a.Lock(ctx))
 
 		m := newMulti(t, ls)
-		require.NoError(t, m.Lock(ctx))
+		require.NoError(t, m.Lock(a.Ctx())) // re-enters a
 		require.NoError(t, m.SetLease(ctx, lease))
 		require.Greater(t, ttl(t, a), time.Second, "the re-entered member lost its watchdog lease")
 		require.LessOrEqual(t, ttl(t, ls[1]), lease)
@@ -296,7 +296,7 @@ func TestQuorumUntilIsBoundByAReenteredMember(t *testing.T) {
 		require.NoError(t, a.Lock(ctx))
 
 		m := newMulti(t, ls, multilock.WithQuorum(3))
-		require.NoError(t, m.TryLockLease(ctx, 10*time.Second))
+		require.NoError(t, m.TryLockLease(a.Ctx(), 10*time.Second)) // re-enters a
 		require.False(t, m.Until().After(a.Until()), "Until %v is beyond the re-entered member's %v",
 			m.Until().Format(time.StampMilli), a.Until().Format(time.StampMilli))
 		require.NoError(t, m.SetLease(ctx, 10*time.Second))

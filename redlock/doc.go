@@ -88,8 +88,9 @@
 // # Reentrancy and owners
 //
 // The RedLock handle is the owner by default, and rlock.WithOwner carries an
-// explicit one. Re-locking a held, still valid RedLock through the same
-// handle counts one more hold without I/O; Unlock releases the nodes on the
+// explicit one. Goroutines that share the handle exclude each other, as
+// with a sync.Mutex. Re-locking a held, still valid RedLock with a ctx that
+// descends from its Ctx counts one more hold without I/O; Unlock releases the nodes on the
 // last one. Use one handle per owner: a second handle for the same owner
 // does not know which nodes the first one holds.
 package redlock

@@ -328,7 +328,7 @@ func TestReentry(t *testing.T) {
 		rl := newRedLock(t, name, cs)
 		other := newRedLock(t, name, cs)
 		require.NoError(t, rl.Lock(ctx))
-		require.NoError(t, rl.TryLock(ctx))
+		require.NoError(t, rl.TryLock(rl.Ctx())) // re-entry through the holding's ctx
 		require.ErrorIs(t, other.TryLock(ctx), rlock.ErrNotObtained)
 		require.NoError(t, rl.Unlock(ctx))
 		require.ErrorIs(t, other.TryLock(ctx), rlock.ErrNotObtained)
@@ -424,7 +424,7 @@ func TestLossIsReported(t *testing.T) {
 		cs := c.clients(t, rlock.WithWatchdogLease(300*time.Millisecond))
 		rl := newRedLock(t, name, cs, redlock.WithNodeNames("a", "b", "c", "d", "e"))
 		require.NoError(t, rl.Lock(ctx))
-		require.NoError(t, rl.Lock(ctx)) // two holds
+		require.NoError(t, rl.Lock(rl.Ctx())) // two holds
 		// Watchdog mode: known held for the watchdog lease from the
 		// acquisition, less the drift allowance.
 		require.True(t, time.Now().Before(rl.Until()))
@@ -472,6 +472,9 @@ func TestLossIsReported(t *testing.T) {
 		<-rl.Done()
 		require.ErrorIs(t, rl.Err(), rlock.ErrLockLost)
 		require.False(t, time.Now().Before(until))
+		// The lost holding still needs its Unlock, which reports the loss
+		// and lets the handle's goroutines in again (as with sync.Mutex).
+		require.ErrorIs(t, rl.Unlock(ctx), rlock.ErrLockLost)
 		require.NoError(t, rl.TryLock(ctx)) // a fresh acquisition, not a re-entry
 		require.NoError(t, rl.Unlock(ctx))
 		<-rl.Done()

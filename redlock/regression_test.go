@@ -51,7 +51,7 @@ func TestMultiLockLeaseDoesNotShortenARedLockItDidNotCreate(t *testing.T) {
 		other := newRedLock(t, name+":2", cs)
 		m, err := multilock.New([]rlock.Locker{rl, other}, multilock.WithLease(lease))
 		require.NoError(t, err)
-		require.NoError(t, m.Lock(ctx))
+		require.NoError(t, m.Lock(rl.Ctx())) // re-enters rl
 		require.True(t, rl.Until().After(time.Now().Add(lease)), "the re-entered RedLock got the MultiLock's lease")
 		require.False(t, other.Until().IsZero())
 		require.False(t, other.Until().After(time.Now().Add(lease)), "the RedLock the MultiLock took has its lease")
@@ -107,7 +107,8 @@ func TestSameOwnerRaceNeverLeavesNodesShorterThanTheValidity(t *testing.T) {
 			for _, lease := range []time.Duration{long, short} {
 				wg.Go(func() {
 					<-start
-					if err := rl.TryLockLease(ctx, lease); err != nil {
+					// One explicit owner: two goroutines of one job race.
+					if err := rl.TryLockLease(rlock.WithOwner(ctx, "job"), lease); err != nil {
 						t.Errorf("TryLockLease(%v): %v", lease, err)
 					}
 				})
@@ -121,8 +122,9 @@ func TestSameOwnerRaceNeverLeavesNodesShorterThanTheValidity(t *testing.T) {
 				require.NoError(t, err)
 				require.GreaterOrEqual(t, ttl, time.Until(until), "trial %d: node %d expires before the validity ends", trial, i)
 			}
-			require.NoError(t, rl.Unlock(ctx))
-			require.NoError(t, rl.Unlock(ctx))
+			jctx := rlock.WithOwner(ctx, "job")
+			require.NoError(t, rl.Unlock(jctx))
+			require.NoError(t, rl.Unlock(jctx))
 		}
 	})
 }

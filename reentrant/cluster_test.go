@@ -43,7 +43,7 @@ func TestClusterLockUnlockReentry(t *testing.T) {
 		la, lb := newLock(t, a, name), newLock(t, b, name)
 		require.NoError(t, la.TryLock(ctx), name)
 		require.ErrorIs(t, lb.TryLock(ctx), rlock.ErrNotObtained, name)
-		require.NoError(t, la.Lock(ctx), name)
+		require.NoError(t, la.Lock(la.Ctx()), name) // re-entry: a ctx from the holding
 		n, err := la.HoldCount(ctx)
 		require.NoError(t, err)
 		require.Equal(t, 2, n)
@@ -171,7 +171,7 @@ func TestScriptFlush(t *testing.T) {
 		flush()
 		require.NoError(t, l.Lock(ctx))
 		flush()
-		require.NoError(t, l.TryLock(ctx))
+		require.NoError(t, l.TryLock(l.Ctx())) // re-entry
 		flush()
 		require.NoError(t, l.Unlock(ctx))
 		// Renewal through a flushed cache, several times over.
@@ -223,7 +223,7 @@ func TestClusterLockSurvivesFailover(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "same owner after the failover")
 	require.ErrorIs(t, waiter.TryLock(ctx), rlock.ErrNotObtained)
-	require.NoError(t, l.Lock(ctx), "re-entry on the promoted master")
+	require.NoError(t, l.Lock(l.Ctx()), "re-entry on the promoted master")
 	require.NoError(t, l.Unlock(ctx))
 	require.NoError(t, l.Unlock(ctx))
 	require.NoError(t, l.Err(), "released, never lost")
@@ -308,7 +308,7 @@ func TestReplicaSyncFollowsMovedSlot(t *testing.T) {
 	require.GreaterOrEqual(t, mig.MoveKeys(t), 2) // and release latches
 	require.ErrorIs(t, b.TryLock(ctx), rlock.ErrNotObtained, "excluded, through ASK")
 	tok := a.Token()
-	require.NoError(t, a.TryLock(ctx), "a re-entry through ASK")
+	require.NoError(t, a.TryLock(a.Ctx()), "a re-entry through ASK")
 	require.Equal(t, tok, a.Token())
 	n, err := a.HoldCount(ctx)
 	require.NoError(t, err)

@@ -23,10 +23,14 @@
 //
 // # Owners and reentrancy
 //
-// Reentrancy is by owner, never by goroutine. By default the owner is the
-// handle: the handle that holds the lock re-enters it, any other handle is
-// another owner. rlock.WithOwner carries an explicit owner in the context,
-// so nested code that builds its own handle re-enters. Every owner field is
+// A handle is used like a sync.Mutex: goroutines that share it exclude each
+// other, in arrival order, and it is free again after as many Unlocks as
+// Locks. Re-entry is explicit, never by goroutine: a Lock whose ctx
+// descends from the holding's Ctx (as rlock.Do's function gets) re-enters,
+// one more hold; a Lock with a plain ctx by the holder waits for itself.
+// Any other handle is another owner. rlock.WithOwner carries an explicit
+// owner in the context: every call with it re-enters, across handles and
+// goroutines, and the caller orders them. Every owner field is
 // "<clientID>:<ownerID>", as Redisson writes "<clientID>:<threadID>".
 //
 // # Leases and the watchdog

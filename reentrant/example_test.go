@@ -33,7 +33,10 @@ func Example() {
 	if err := l.Lock(ctx); err != nil {
 		panic(err)
 	}
-	if err := l.Lock(ctx); err != nil { // the same owner re-enters
+	// The holder re-enters with a ctx from its holding: l.Ctx(), or any
+	// ctx derived from it. A Lock with another ctx waits for the Unlock,
+	// as a second sync.Mutex.Lock would.
+	if err := l.Lock(l.Ctx()); err != nil {
 		panic(err)
 	}
 	n, _ := l.HoldCount(ctx)

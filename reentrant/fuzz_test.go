@@ -141,6 +141,12 @@ func FuzzModel(f *testing.F) {
 		}
 		holder, count := -1, 0 // the model
 		var stale [4]bool      // holds removed behind the owner's back (ForceUnlock)
+		// The handle's own owner (owner 2) passes own's gate: its Locks
+		// that succeeded less its Unlocks. While it is above zero, owner 2
+		// re-enters with a ctx from its holding, and after a loss it
+		// unlocks what it locked (as a deferred Unlock would) before it
+		// starts afresh.
+		gate2 := 0
 		check := func(step int, what string) {
 			t.Helper()
 			for i, o := range owners {
@@ -162,6 +168,10 @@ func FuzzModel(f *testing.F) {
 			i, op := int(b%4), int(b/4%6)
 			o := owners[i]
 			free, mine := holder < 0, holder == i
+			lctx := o.ctx // the ctx of the owner's lock calls
+			if i == 2 && gate2 > 0 {
+				lctx = own.Ctx() // re-entry through the documented path
+			}
 			var what string
 			var err error
 			if stale[i] && op != 3 && op != 5 {
@@ -176,9 +186,9 @@ func FuzzModel(f *testing.F) {
 				}
 				switch op {
 				case 0, 4:
-					what, err = "TryLock (lost)", l.TryLock(o.ctx)
+					what, err = "TryLock (lost)", l.TryLock(lctx)
 				case 1:
-					what, err = "Lock (lost)", l.Lock(o.ctx)
+					what, err = "Lock (lost)", l.Lock(lctx)
 				case 2:
 					what, err = "Unlock (lost)", l.Unlock(o.ctx)
 				}
@@ -186,8 +196,21 @@ func FuzzModel(f *testing.F) {
 				if op == 2 {
 					want = rlock.ErrNotHeld
 				}
-				if !errors.Is(err, want) {
+				// A re-entry with the Ctx of a holding whose loss the
+				// handle has heard of already ends with that ctx.
+				heard := lctx != o.ctx && lctx.Err() != nil && errors.Is(context.Cause(lctx), rlock.ErrLockLost)
+				if !errors.Is(err, want) && (op == 2 || !heard || !errors.Is(err, lctx.Err())) {
 					t.Fatalf("step %d: owner %d %s = %v, want %v", step, i, what, err, want)
+				}
+				if i == 2 {
+					if op == 2 {
+						gate2--
+					}
+					for ; gate2 > 0; gate2-- {
+						if err := own.Unlock(ctx); !errors.Is(err, rlock.ErrNotHeld) {
+							t.Fatalf("step %d: owner 2 Unlock after the loss = %v, want ErrNotHeld", step, err)
+						}
+					}
 				}
 				check(step, what)
 				continue
@@ -199,22 +222,28 @@ func FuzzModel(f *testing.F) {
 				if op == 4 {
 					what, l = "TryLock (second handle)", o.second
 				}
-				err = l.TryLock(o.ctx)
+				err = l.TryLock(lctx)
 				if free || mine {
 					if err != nil {
 						t.Fatalf("step %d: owner %d %s = %v; model: holder %d x%d", step, i, what, err, holder, count)
 					}
 					holder, count = i, count+1
+					if i == 2 {
+						gate2++
+					}
 				} else if !errors.Is(err, rlock.ErrNotObtained) {
 					t.Fatalf("step %d: owner %d %s = %v, want ErrNotObtained", step, i, what, err)
 				}
 			case 1: // Lock: only when it cannot block; else a Lock that times out
 				what = "Lock"
 				if free || mine {
-					if err = o.l.Lock(o.ctx); err != nil {
+					if err = o.l.Lock(lctx); err != nil {
 						t.Fatalf("step %d: owner %d Lock = %v", step, i, err)
 					}
 					holder, count = i, count+1
+					if i == 2 {
+						gate2++
+					}
 				} else {
 					dctx, cancel := context.WithTimeout(o.ctx, time.Millisecond)
 					err = o.l.Lock(dctx)
@@ -226,6 +255,9 @@ func FuzzModel(f *testing.F) {
 			case 2: // Unlock
 				what = "Unlock"
 				err = o.l.Unlock(o.ctx)
+				if i == 2 && gate2 > 0 {
+					gate2--
+				}
 				if mine {
 					if err != nil {
 						t.Fatalf("step %d: owner %d Unlock = %v", step, i, err)

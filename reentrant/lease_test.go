@@ -24,7 +24,7 @@ func TestSetLeaseSwitchesBetweenWatchdogAndExplicit(t *testing.T) {
 		require.ErrorIs(t, l.SetLease(ctx, time.Second), rlock.ErrNotHeld)
 
 		require.NoError(t, l.Lock(ctx))
-		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, l.Lock(l.Ctx())) // re-entry
 		require.Equal(t, 1, c.WatchdogStats().Registered)
 		require.NoError(t, l.SetLease(ctx, 5*time.Second))
 		require.Equal(t, 0, c.WatchdogStats().Registered, "an explicit lease is not renewed")
@@ -101,7 +101,7 @@ func TestFencingTokens(t *testing.T) {
 			tok := l.Token()
 			require.Greater(t, tok, last)
 			last = tok
-			require.NoError(t, l.Lock(ctx)) // re-entry
+			require.NoError(t, l.Lock(l.Ctx())) // re-entry
 			require.Equal(t, tok, l.Token())
 			require.NoError(t, l.Unlock(ctx))
 			require.NoError(t, l.Unlock(ctx))

@@ -11,10 +11,12 @@ import (
 )
 
 // Lock is a handle on one reentrant lock. Create it with New; it is cheap,
-// does no I/O, and is safe for concurrent use. The handle is also the
-// default owner: every handle has its own owner ID, so two handles on the
-// same name exclude each other, and the same handle re-enters. Carry an
-// explicit owner with rlock.WithOwner to share an owner across handles.
+// does no I/O, and is safe for concurrent use: goroutines that share it
+// exclude each other, as with a sync.Mutex. The handle is also the default
+// owner: every handle has its own owner ID, so two handles on the same name
+// exclude each other; a Lock whose ctx descends from the holding's Ctx
+// re-enters. Carry an explicit owner with rlock.WithOwner to share an owner
+// across handles.
 type Lock struct {
 	l *core.Lock
 }
@@ -99,16 +101,20 @@ func (l *Lock) Name() string { return l.l.Name() }
 // with ctx: the owner carried by ctx (rlock.WithOwner), or the handle's own.
 func (l *Lock) Owner(ctx context.Context) (string, error) { return l.l.Owner(ctx) }
 
-// Lock blocks until the lock is held by the caller's owner, re-entering it
-// (one more hold) if the owner holds it already. It waits on the client's
+// Lock blocks until the lock is held by the caller's owner. With a ctx that
+// descends from the holding's Ctx it re-enters it (one more hold); with any
+// other ctx it first waits for the handle's other goroutines to Unlock
+// (see the package doc on owners). It waits on the client's
 // shared pub/sub subscription and retries when the lock is released, when
 // its remaining TTL has passed, or at the latest every max-poll interval
 // for a lock without expiry.
 //
 // A transient Redis error (a timeout, a broken connection, a failover under
 // way) does not end the wait: Lock tries again, backing off from 10 ms to
-// 1 s, until ctx ends; then the error wraps both ctx's error and the last
-// Redis error. Errors that trying again cannot mend (a key of another
+// 1 s, until ctx ends (then the error wraps both ctx's error and the last
+// Redis error) or until Redis has not answered for the client's unreachable
+// timeout (rlock.WithUnreachableTimeout, 15 s; then it wraps
+// rlock.ErrUnreachable and the last Redis error). Errors that trying again cannot mend (a key of another
 // type under the lock's name, a loss found at re-entry) are returned at
 // once, never as acquired.
 //
@@ -117,8 +123,8 @@ func (l *Lock) Owner(ctx context.Context) (string, error) { return l.l.Owner(ctx
 // error (context.Canceled or context.DeadlineExceeded), and the owner ends
 // up holding nothing more than before: an attempt already sent finishes in
 // the background and releases the hold again if it was granted. With a
-// ctx that never ends, an outage makes Lock wait until Redis answers. It
-// returns ErrClosed if the client is closed.
+// ctx that never ends, an outage shorter than the unreachable timeout is
+// ridden through. It returns ErrClosed if the client is closed.
 func (l *Lock) Lock(ctx context.Context) error { return l.l.Lock(ctx) }
 
 // TryLock makes one attempt. It returns nil when the caller's owner now

@@ -148,7 +148,11 @@ func TestReentryCountsAndResetsTTL(t *testing.T) {
 
 		for i := 1; i <= 3; i++ {
 			require.NoError(t, rdb.PExpire(ctx, name, 5*time.Second).Err()) // no-op on the first round
-			require.NoError(t, l.Lock(ctx))
+			lctx := ctx
+			if i > 1 {
+				lctx = l.Ctx() // re-entry: a ctx from the holding
+			}
+			require.NoError(t, l.Lock(lctx))
 			n, err := l.HoldCount(ctx)
 			require.NoError(t, err)
 			require.Equal(t, i, n)
@@ -197,7 +201,7 @@ func TestUnlockByNonOwnerChangesNothing(t *testing.T) {
 		c := clientOn(t, rdb)
 		owner := newLock(t, c, name, reentrant.WithLease(time.Minute))
 		require.NoError(t, owner.Lock(ctx))
-		require.NoError(t, owner.Lock(ctx))
+		require.NoError(t, owner.Lock(owner.Ctx())) // re-entry
 		require.NoError(t, rdb.PExpire(ctx, name, 30*time.Second).Err())
 		before, err := rdb.HGetAll(ctx, name).Result()
 		require.NoError(t, err)
@@ -268,7 +272,7 @@ func TestWatchdogKeepsLockAlive(t *testing.T) {
 		name := redistest.Name(t)
 		l := newLock(t, c, name)
 		require.NoError(t, l.Lock(ctx))
-		require.NoError(t, l.Lock(ctx)) // re-entry: still one registration
+		require.NoError(t, l.Lock(l.Ctx())) // re-entry: still one registration
 		require.Equal(t, 1, c.WatchdogStats().Registered)
 
 		// Watch for 4 leases: the lock must stay held throughout.

@@ -71,7 +71,7 @@ func TestNextUnlockAfterUnknownOutcomeReleases(t *testing.T) {
 		redistest.LoadScripts(t, viaProxy)
 		l := newLock(t, c, name)
 		require.NoError(t, l.Lock(ctx))
-		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, l.Lock(l.Ctx())) // re-entry
 
 		proxy.DropNextReply("evalsha")
 		require.Error(t, l.Unlock(ctx), "the release ran but its reply was lost")
@@ -98,7 +98,7 @@ func TestUnlockAfterLostReentryReplyReleases(t *testing.T) {
 		require.NoError(t, l.Lock(ctx))
 
 		proxy.DropNextReply("evalsha")
-		require.Error(t, l.TryLock(ctx), "the re-entry ran but its reply was lost")
+		require.Error(t, l.TryLock(l.Ctx()), "the re-entry ran but its reply was lost")
 		require.NoError(t, l.Unlock(ctx), "the owner's one successful Lock")
 		requireFree(t, b, name)
 
@@ -106,7 +106,7 @@ func TestUnlockAfterLostReentryReplyReleases(t *testing.T) {
 		// again, and the owner has exactly the holds it was told of.
 		require.NoError(t, l.Lock(ctx))
 		proxy.DropNextReply("evalsha")
-		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, l.Lock(l.Ctx())) // re-entry
 		require.Equal(t, 2, proxy.Dropped())
 		n, err := l.HoldCount(ctx)
 		require.NoError(t, err)
@@ -130,7 +130,7 @@ func TestUnlockAfterFailedCleanupOfAbandonedReentryReleases(t *testing.T) {
 		l := newLock(t, c, name)
 		require.NoError(t, l.Lock(ctx))
 
-		actx, cancel := context.WithCancel(ctx)
+		actx, cancel := context.WithCancel(l.Ctx()) // re-entry, with a cancel of its own
 		defer cancel()
 		// The re-entry is granted, then ctx ends and the clean-up release's
 		// reply is lost.
@@ -171,7 +171,7 @@ func TestReentryWithShortLeaseKeepsWatchdogProtection(t *testing.T) {
 		name := redistest.Name(t)
 		l := newLock(t, newClient(t, b), name)
 		require.NoError(t, l.Lock(ctx)) // watchdog mode: a 30 s lease
-		require.NoError(t, l.LockLease(ctx, 200*time.Millisecond))
+		require.NoError(t, l.LockLease(l.Ctx(), 200*time.Millisecond)) // re-entry
 		ttl, err := l.TTL(ctx)
 		require.NoError(t, err)
 		require.Greater(t, ttl, 10*time.Second, "the re-entry shortened a lease the watchdog renews")
@@ -193,7 +193,7 @@ func TestReentryWithShorterLeaseNeverShortensTheLock(t *testing.T) {
 		name := redistest.Name(t)
 		l := newLock(t, newClient(t, b), name)
 		require.NoError(t, l.LockLease(ctx, time.Minute))
-		require.NoError(t, l.LockLease(ctx, 200*time.Millisecond))
+		require.NoError(t, l.LockLease(l.Ctx(), 200*time.Millisecond)) // re-entry
 		ttl, err := l.TTL(ctx)
 		require.NoError(t, err)
 		require.Greater(t, ttl, 30*time.Second, "the re-entry shortened the outer hold's lease")
@@ -389,7 +389,7 @@ func TestUnlockAfterCloseReleases(t *testing.T) {
 		require.NoError(t, err)
 		l := newLock(t, c, name)
 		require.NoError(t, l.Lock(ctx))
-		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, l.Lock(l.Ctx())) // re-entry
 		require.NoError(t, c.Close())
 		require.ErrorIs(t, l.Err(), rlock.ErrClosed)
 		require.NoError(t, l.Unlock(ctx))

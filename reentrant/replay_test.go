@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/core"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/reentrant"
 )
@@ -60,7 +61,11 @@ func testLostReplyChangesStateOnce(t *testing.T, b *redistest.Backend, ctx conte
 		require.Equal(t, wantCount, holdCount(t, direct, name, field), what)
 	}
 	step("acquire", func() error { return l.Lock(ctx) }, 1)
-	step("re-entry", func() error { return l.TryLock(ctx) }, 2)
+	step("re-entry", func() error {
+		rctx, cancel := reentryCtx(ctx, l.Ctx())
+		defer cancel()
+		return l.TryLock(rctx)
+	}, 2)
 	step("release", func() error { return l.Unlock(ctx) }, 1)
 
 	// Renewal: drop the reply of the next watchdog round.
@@ -86,6 +91,17 @@ func testLostReplyChangesStateOnce(t *testing.T, b *redistest.Backend, ctx conte
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, dropped+1, proxy.Dropped())
+}
+
+// reentryCtx returns a ctx that re-enters the lock held with holding (its
+// Ctx) and can end exactly when ctx can: one that cannot end
+// (context.WithoutCancel) when ctx cannot, so that the re-entry runs on
+// the same path as a call with ctx would.
+func reentryCtx(ctx, holding context.Context) (context.Context, context.CancelFunc) {
+	if ctx.Done() == nil {
+		return context.WithoutCancel(holding), func() {}
+	}
+	return core.Join(ctx, holding)
 }
 
 // TestLostReplyWithoutRetries: with retries off, a lost reply is an error

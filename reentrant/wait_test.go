@@ -2,13 +2,14 @@ package reentrant_test
 
 import (
 	"context"
-	"github.com/rlock-go/rlock"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/core"
 	"github.com/rlock-go/rlock/internal/redistest"
 )
 
@@ -140,7 +141,9 @@ func TestRESP2Client(t *testing.T) {
 		name := redistest.Name(t)
 		holder := newLock(t, c, name)
 		require.NoError(t, holder.Lock(ctx))
-		require.NoError(t, holder.Lock(ctx))
+		rctx, rcancel := core.Join(ctx, holder.Ctx()) // re-entry, bounded by ctx too
+		defer rcancel()
+		require.NoError(t, holder.Lock(rctx))
 		n, err := holder.HoldCount(ctx)
 		require.NoError(t, err)
 		require.Equal(t, 2, n)

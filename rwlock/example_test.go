@@ -33,8 +33,10 @@ func Example() {
 	fmt.Println("b reads:", b.ReadLock().TryLock(ctx))
 	readers, _ := a.Readers(ctx)
 	fmt.Println("readers:", len(readers))
-	// A writer waits for them.
-	fmt.Println("b writes:", errors.Is(b.WriteLock().TryLock(ctx), rlock.ErrUpgrade), "(b reads: an upgrade)")
+	// A writer waits for them. A reader asking to write with a ctx from its
+	// read holding is refused at once: an upgrade (with another ctx it
+	// would wait for its own reads, as sync.RWMutex would).
+	fmt.Println("b writes:", errors.Is(b.WriteLock().TryLock(b.ReadLock().Ctx()), rlock.ErrUpgrade), "(b reads: an upgrade)")
 	_ = a.ReadLock().Unlock(ctx)
 	_ = b.ReadLock().Unlock(ctx)
 	fmt.Println("b writes:", b.WriteLock().TryLock(ctx))
@@ -62,7 +64,7 @@ func ExampleReadLock_downgrade() {
 	l, _ := rwlock.New(c, "config")
 	_ = l.WriteLock().Lock(ctx)
 	// ... write the config ...
-	_ = l.ReadLock().Lock(ctx) // granted: the owner writes
+	_ = l.ReadLock().Lock(l.WriteLock().Ctx()) // granted: a ctx from the write holding
 	_ = l.WriteLock().Unlock(ctx)
 	s, _ := l.State(ctx)
 	fmt.Println("mode:", s.Mode, "readers:", len(s.Readers))

@@ -13,9 +13,11 @@ import (
 // MultiLock can take it with other locks.
 //
 // A new reader is let in when no writer holds the lock and no writer
-// waits for the readers to leave (see the package doc); an owner that
-// reads already always re-enters, and the owner that holds the write lock
-// gets the read lock too (a downgrade). Each read hold has its own lease
+// waits for the readers to leave (see the package doc). Goroutines that
+// share the handle read together, and the pair's write side waits for all
+// of them (as sync.RWMutex). A Lock whose ctx descends from a holding's Ctx
+// re-enters: from the read holding, one more read; from the write holding,
+// the read lock too (a downgrade). Each read hold has its own lease
 // (its timeout key): one reader's lease running out does not end another's.
 type ReadLock struct{ handle }
 

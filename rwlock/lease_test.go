@@ -119,7 +119,7 @@ func TestWriteLeaseNotOutlivedByOwnRead(t *testing.T) {
 		l, other := newRW(t, newClient(t, b), name), newRW(t, newClient(t, b), name)
 		w, r := l.WriteLock(), l.ReadLock()
 		require.NoError(t, w.LockLease(ctx, 500*time.Millisecond))
-		require.NoError(t, r.Lock(ctx))
+		require.NoError(t, r.Lock(w.Ctx())) // the writer reads: a ctx from its write holding
 		require.ErrorIs(t, other.ReadLock().TryLock(ctx), rlock.ErrNotObtained, "the writer writes")
 		select {
 		case <-w.Done():
@@ -141,7 +141,7 @@ func TestWriteLeaseNotOutlivedByOwnRead(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, writing)
 		require.ErrorIs(t, w.Unlock(ctx), rlock.ErrNotHeld)
-		require.ErrorIs(t, other.WriteLock().TryLock(ctx), rlock.ErrUpgrade)
+		require.ErrorIs(t, other.WriteLock().TryLock(other.ReadLock().Ctx()), rlock.ErrUpgrade)
 		require.NoError(t, r.Unlock(ctx))
 		require.NoError(t, other.ReadLock().Unlock(ctx))
 		locked, err := l.IsLocked(ctx)
@@ -161,8 +161,8 @@ func TestWriteLeaseRunsOutBeforeOwnReadRenewal(t *testing.T) {
 		l, other := newRW(t, newClient(t, b), name), newRW(t, newClient(t, b), name)
 		w, r := l.WriteLock(), l.ReadLock()
 		require.NoError(t, w.LockLease(ctx, 400*time.Millisecond))
-		require.NoError(t, w.TryLockLease(ctx, 500*time.Millisecond), "re-entry")
-		require.NoError(t, r.LockLease(ctx, time.Minute))
+		require.NoError(t, w.TryLockLease(w.Ctx(), 500*time.Millisecond), "re-entry")
+		require.NoError(t, r.LockLease(w.Ctx(), time.Minute))
 		require.NoError(t, w.Unlock(ctx), "one write hold of two")
 		<-w.Done()
 		require.ErrorIs(t, w.Err(), rlock.ErrLockLost)

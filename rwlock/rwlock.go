@@ -20,7 +20,9 @@ const DefaultWriterWait = core.DefaultWriterWait
 // its write side (WriteLock), and queries on the whole. Create it with
 // New; it is cheap, does no I/O, and is safe for concurrent use. The
 // RWLock is the default owner of both sides: its read and write handles
-// share one owner ID, so a writer that takes the read lock downgrades,
+// share one owner ID and one order among the goroutines that share the
+// RWLock (readers together, a writer alone, as with sync.RWMutex), so a
+// writer that takes the read lock with the write holding's Ctx downgrades,
 // and another RWLock on the same name is another owner. Carry an explicit
 // owner with rlock.WithOwner to share an owner across RWLocks.
 type RWLock struct {

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/core"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/rwlock"
 )
@@ -66,7 +67,7 @@ func TestReadersShareWriterExcludes(t *testing.T) {
 
 		require.NoError(t, a.ReadLock().Lock(ctx))
 		require.NoError(t, z.ReadLock().TryLock(ctx), "readers share")
-		require.ErrorIs(t, z.WriteLock().TryLock(ctx), rlock.ErrUpgrade, "z reads")
+		require.ErrorIs(t, z.WriteLock().TryLock(z.ReadLock().Ctx()), rlock.ErrUpgrade, "z reads")
 		w := newRW(t, c2, name)
 		require.ErrorIs(t, w.WriteLock().TryLock(ctx), rlock.ErrNotObtained, "a writer waits for readers")
 		require.True(t, held(t, a.ReadLock()))
@@ -88,7 +89,7 @@ func TestReadersShareWriterExcludes(t *testing.T) {
 		require.NoError(t, w.WriteLock().TryLock(ctx))
 		require.ErrorIs(t, a.ReadLock().TryLock(ctx), rlock.ErrNotObtained, "a writer excludes readers")
 		require.ErrorIs(t, a.WriteLock().TryLock(ctx), rlock.ErrNotObtained, "and writers")
-		require.NoError(t, w.WriteLock().TryLock(ctx), "re-entry")
+		require.NoError(t, w.WriteLock().TryLock(w.WriteLock().Ctx()), "re-entry")
 		n, err := w.WriteLock().HoldCount(ctx)
 		require.NoError(t, err)
 		require.Equal(t, 2, n)
@@ -118,7 +119,7 @@ func TestDowngrade(t *testing.T) {
 		c := newClient(t, b)
 		l, other := newRW(t, c, name), newRW(t, c, name)
 		require.NoError(t, l.WriteLock().Lock(ctx))
-		require.NoError(t, l.ReadLock().Lock(ctx), "the writer may read")
+		require.NoError(t, l.ReadLock().Lock(l.WriteLock().Ctx()), "the writer may read")
 		require.Equal(t, "write", state(t, l).Mode)
 		require.ErrorIs(t, other.ReadLock().TryLock(ctx), rlock.ErrNotObtained)
 
@@ -128,7 +129,7 @@ func TestDowngrade(t *testing.T) {
 		require.NoError(t, l.ReadLock().Err(), "the read holding goes on")
 		require.ErrorIs(t, l.WriteLock().Ctx().Err(), context.Canceled, "the write holding ended by release")
 		require.NoError(t, other.ReadLock().TryLock(ctx), "others read now")
-		require.ErrorIs(t, other.WriteLock().TryLock(ctx), rlock.ErrUpgrade)
+		require.ErrorIs(t, other.WriteLock().TryLock(other.ReadLock().Ctx()), rlock.ErrUpgrade)
 		require.NoError(t, other.ReadLock().Unlock(ctx))
 		require.ErrorIs(t, other.WriteLock().TryLock(ctx), rlock.ErrNotObtained, "nobody writes while l reads")
 		require.NoError(t, l.ReadLock().Unlock(ctx))
@@ -148,11 +149,15 @@ func TestUpgradeRefused(t *testing.T) {
 		c := newClient(t, b)
 		l := newRW(t, c, name)
 		require.NoError(t, l.ReadLock().Lock(ctx))
-		require.ErrorIs(t, l.WriteLock().Lock(ctx), rlock.ErrUpgrade, "alone")
-		require.ErrorIs(t, l.WriteLock().LockLease(ctx, time.Minute), rlock.ErrUpgrade)
+		// The upgrade is asked with a ctx from the read holding (bounded by
+		// ctx too); with another ctx it would wait for the reads to end.
+		rctx, rcancel := core.Join(ctx, l.ReadLock().Ctx())
+		defer rcancel()
+		require.ErrorIs(t, l.WriteLock().Lock(rctx), rlock.ErrUpgrade, "alone")
+		require.ErrorIs(t, l.WriteLock().LockLease(rctx, time.Minute), rlock.ErrUpgrade)
 		other := newRW(t, c, name)
 		require.NoError(t, other.ReadLock().Lock(ctx))
-		require.ErrorIs(t, l.WriteLock().Lock(ctx), rlock.ErrUpgrade, "beside another reader")
+		require.ErrorIs(t, l.WriteLock().Lock(rctx), rlock.ErrUpgrade, "beside another reader")
 		require.Empty(t, state(t, l).Waiting, "nothing registered")
 		n, err := l.ReadLock().HoldCount(ctx)
 		require.NoError(t, err)

@@ -45,6 +45,12 @@ var (
 	// name). It is never read as "acquired".
 	ErrUnexpectedReply = errors.New("rlock: unexpected reply from Redis")
 
+	// ErrUnreachable means a waiting Lock gave up because Redis could not
+	// be reached, in a row, for the client's unreachable timeout (see
+	// rlock.WithUnreachableTimeout); it wraps the last failure. The lock
+	// is not held.
+	ErrUnreachable = errors.New("rlock: Redis unreachable")
+
 	// ErrUpgrade means the caller's owner asked for the write lock of a
 	// read-write lock while it holds that lock's read lock. The write lock
 	// would wait for the owner's own read holds, for ever (Redisson blocks

@@ -29,23 +29,24 @@ import (
 // watchdog (one renewal scheduler for every held lock). Create one per
 // Redis deployment and share it; it is safe for concurrent use.
 type Client struct {
-	rdb       base.Redis
-	id        string
-	tag       string // designation tag (waiters.Tag of id)
-	hub       *waiters.Hub
-	wd        *renewal.Scheduler
-	sync      *replsync.Syncer                     // nil: no replica sync
-	pipeliner func() (*redis.AutoPipeliner, error) // rdb's auto-pipeliner; nil: no auto-pipelining
-	inFlight  atomic.Int32                         // script calls in flight, counted with auto-pipelining only
-	replay    time.Duration                        // lifetime of release latches
-	maxPoll   time.Duration                        // longest wait between attempts on a lock without expiry
-	closing   chan struct{}
-	life      context.Context // cancelled by Close: ends the background settles (see settleSoon)
-	endLife   context.CancelFunc
-	closed    atomic.Bool
-	sendsOnce bool          // go-redis sends a command once: a failure before the write proves it did not run
-	handles   atomic.Uint64 // default owner IDs
-	requests  atomic.Uint64 // request IDs
+	rdb         base.Redis
+	id          string
+	tag         string // designation tag (waiters.Tag of id)
+	hub         *waiters.Hub
+	wd          *renewal.Scheduler
+	sync        *replsync.Syncer                     // nil: no replica sync
+	pipeliner   func() (*redis.AutoPipeliner, error) // rdb's auto-pipeliner; nil: no auto-pipelining
+	inFlight    atomic.Int32                         // script calls in flight, counted with auto-pipelining only
+	replay      time.Duration                        // lifetime of release latches
+	maxPoll     time.Duration                        // longest wait between attempts on a lock without expiry
+	unreachable time.Duration                        // see Config.Unreachable
+	closing     chan struct{}
+	life        context.Context // cancelled by Close: ends the background settles (see settleSoon)
+	endLife     context.CancelFunc
+	closed      atomic.Bool
+	sendsOnce   bool          // go-redis sends a command once: a failure before the write proves it did not run
+	handles     atomic.Uint64 // default owner IDs
+	requests    atomic.Uint64 // request IDs
 
 	log *slog.Logger
 	ev  events // the hooks of Config.Hooks
@@ -64,11 +65,15 @@ type Client struct {
 
 // Config is a validated client configuration (see reentrant's options).
 type Config struct {
-	ID       string           // client ID; empty: a random UUID
-	Replay   time.Duration    // latch lifetime; 0: derived from rdb's options
-	MaxPoll  time.Duration    // longest wait on a lock without expiry; 0: 1 s
-	Watchdog []renewal.Option // the watchdog's options
-	Logger   *slog.Logger     // where background failures are logged; nil: nowhere
+	ID      string        // client ID; empty: a random UUID
+	Replay  time.Duration // latch lifetime; 0: derived from rdb's options
+	MaxPoll time.Duration // longest wait on a lock without expiry; 0: 1 s
+	// Unreachable is how long a waiting Lock rides through failures to
+	// reach Redis (in a row) before it returns the last one wrapped in
+	// ErrUnreachable; 0: DefaultUnreachable.
+	Unreachable time.Duration
+	Watchdog    []renewal.Option // the watchdog's options
+	Logger      *slog.Logger     // where background failures are logged; nil: nowhere
 
 	// ReplicaSync is the WAIT timeout of replica sync; 0: the default,
 	// replsync.TimeoutFor the go-redis ReadTimeout (1 s, or half the
@@ -84,6 +89,11 @@ type Config struct {
 	// Hooks are called on the engine's events (see rlock.Trace).
 	Hooks []Hooks
 }
+
+// DefaultUnreachable is how long a waiting Lock rides through failures to
+// reach Redis before it gives up, unless configured otherwise: within the
+// range of Redisson's retry budget with its defaults.
+const DefaultUnreachable = 15 * time.Second
 
 // NewClient returns a client that runs its locks through rdb. It does no
 // I/O and starts no goroutine.
@@ -106,22 +116,23 @@ func NewClient(rdb base.Redis, cfg Config) (*Client, error) {
 	}
 	life, endLife := context.WithCancel(context.Background())
 	c := &Client{
-		life:      life,
-		endLife:   endLife,
-		sendsOnce: sendsOnce(rdb),
-		rdb:       rdb,
-		pipeliner: pipeliner,
-		id:        cfg.ID,
-		tag:       waiters.Tag(cfg.ID),
-		hub:       hub,
-		wd:        wd,
-		replay:    cfg.Replay,
-		maxPoll:   cfg.MaxPoll,
-		log:       cfg.Logger,
-		ev:        newEvents(cfg.Hooks),
-		closing:   make(chan struct{}),
-		work:      make(chan func()),
-		owners:    make(map[ownerKey]*ownerState),
+		life:        life,
+		endLife:     endLife,
+		sendsOnce:   sendsOnce(rdb),
+		rdb:         rdb,
+		pipeliner:   pipeliner,
+		id:          cfg.ID,
+		tag:         waiters.Tag(cfg.ID),
+		hub:         hub,
+		wd:          wd,
+		replay:      cfg.Replay,
+		maxPoll:     cfg.MaxPoll,
+		unreachable: cfg.Unreachable,
+		log:         cfg.Logger,
+		ev:          newEvents(cfg.Hooks),
+		closing:     make(chan struct{}),
+		work:        make(chan func()),
+		owners:      make(map[ownerKey]*ownerState),
 	}
 	if !cfg.NoReplicaSync {
 		if c.sync, err = newSyncer(rdb, cfg, c.busy); err != nil {
@@ -227,6 +238,9 @@ func (cfg Config) withDefaults(rdb base.Redis) Config {
 	}
 	if cfg.MaxPoll <= 0 {
 		cfg.MaxPoll = time.Second
+	}
+	if cfg.Unreachable <= 0 {
+		cfg.Unreachable = DefaultUnreachable
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -60,6 +60,11 @@ type Lock struct {
 	ownField string // the handle's own owner: client ID, ":", ownerID
 	latch    string // the lock's latch key, shared by its owners' releases (see latchOf)
 	last     atomic.Pointer[holding]
+	// gate orders the goroutines that act for the handle's own owner
+	// (see Gate); the read and write handle of one read-write lock
+	// share it.
+	gate      *Gate
+	exclusive bool // takes the gate's exclusive pass (every kind but Read)
 }
 
 // NewLock returns the engine of a handle on the lock called name. It does
@@ -80,13 +85,15 @@ func (c *Client) NewLock(name string, cfg LockConfig) (*Lock, error) {
 	id := "#" + strconv.FormatUint(c.handles.Add(1), 10)
 	k := newKind(name, cfg)
 	return &Lock{
-		c:        c,
-		name:     name,
-		lease:    cfg.Lease,
-		kind:     k,
-		ownerID:  id,
-		ownField: c.id + ":" + id,
-		latch:    base.DerivedKey(base.LatchPrefix, name),
+		c:         c,
+		name:      name,
+		lease:     cfg.Lease,
+		kind:      k,
+		ownerID:   id,
+		ownField:  c.id + ":" + id,
+		latch:     base.DerivedKey(base.LatchPrefix, name),
+		gate:      NewGate(),
+		exclusive: cfg.Kind != Read,
 	}, nil
 }
 
@@ -103,7 +110,7 @@ func (c *Client) NewRWLock(name string, read, write LockConfig) (r, w *Lock, err
 	if w, err = c.NewLock(name, write); err != nil {
 		return nil, nil, err
 	}
-	w.ownerID, w.ownField = r.ownerID, r.ownField
+	w.ownerID, w.ownField, w.gate = r.ownerID, r.ownField, r.gate
 	return r, w, nil
 }
 
@@ -163,12 +170,65 @@ func (l *Lock) lock(ctx context.Context, wait bool, lease time.Duration) error {
 	if err := l.ready(ctx); err != nil {
 		return err
 	}
+	pass, err := l.enterGate(ctx, wait)
+	if err != nil {
+		return err
+	}
 	o := l.c.owner(l.name, field)
 	defer l.c.putOwner(o)
 	if wait {
-		return l.wait(ctx, o, lease)
+		err = l.wait(ctx, o, lease)
+	} else {
+		err = l.tryOnce(ctx, o, lease)
 	}
-	return l.tryOnce(ctx, o, lease)
+	pass.done(err)
+	return err
+}
+
+// gatePass is what a Lock call took at the handle's gate: nothing for an
+// explicit owner (rlock.WithOwner), a re-entry, or a pass.
+type gatePass struct {
+	g                  *Gate
+	exclusive, reentry bool
+}
+
+// enterGate takes the caller's way past the gate: a caller acting for the
+// handle's own owner with a ctx that does not descend from a holding of it
+// waits for a pass (TryLock: fails at once when none is free).
+func (l *Lock) enterGate(ctx context.Context, wait bool) (gatePass, error) {
+	if l.explicitOwner(ctx) {
+		return gatePass{}, nil
+	}
+	pass := gatePass{g: l.gate, exclusive: l.exclusive}
+	if Reenters(ctx, l.gate) {
+		pass.reentry = true
+		return pass, nil
+	}
+	ok, err := l.gate.Enter(ctx, l.exclusive, wait)
+	switch {
+	case err != nil:
+		return gatePass{}, fmt.Errorf("rlock: waiting for %q: %w", l.name, err)
+	case !ok:
+		return gatePass{}, l.notObtained()
+	}
+	return pass, nil
+}
+
+// done records the Lock call's outcome at the gate.
+func (p gatePass) done(err error) {
+	switch {
+	case p.g == nil:
+	case err == nil:
+		p.g.Granted(p.exclusive, p.reentry)
+	case !p.reentry:
+		p.g.Leave(p.exclusive)
+	}
+}
+
+// explicitOwner reports whether ctx names an owner (rlock.WithOwner).
+func (l *Lock) explicitOwner(ctx context.Context) bool {
+	_, ok, _ := base.OwnerFrom(ctx)
+	return ok
 }
 
 // tryOnce is TryLock: one attempt, which never queues.
@@ -197,5 +257,9 @@ func (l *Lock) notObtained() error {
 }
 
 func (l *Lock) ctxErr(ctx context.Context) error {
+	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
+		// A holding's Ctx that ended by loss: say so (ErrLockLost).
+		return fmt.Errorf("rlock: waiting for %q: %w: %w", l.name, ctx.Err(), cause)
+	}
 	return fmt.Errorf("rlock: waiting for %q: %w", l.name, ctx.Err())
 }

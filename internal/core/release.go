@@ -13,12 +13,24 @@ import (
 
 // Unlock releases one hold of the caller's owner. It works after the
 // client was closed too, so a deferred Unlock still releases.
+//
+// For the handle's own owner it also gives one hold back to the handle's
+// gate (see Gate), whatever the outcome: the goroutines that share the
+// handle get the lock after as many Unlocks as Locks.
 func (l *Lock) Unlock(ctx context.Context) error {
 	o, err := l.lockOwner(ctx)
 	if err != nil {
 		return err
 	}
-	defer l.unlockOwner(o)
+	err = l.unlockLocked(ctx, o)
+	l.unlockOwner(o)
+	if !l.explicitOwner(ctx) {
+		l.gate.Released(l.exclusive)
+	}
+	return err
+}
+
+func (l *Lock) unlockLocked(ctx context.Context, o *ownerState) error {
 	if err := l.settleLocked(ctx, o); err != nil {
 		return err
 	}

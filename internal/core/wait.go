@@ -365,6 +365,7 @@ type waitState struct {
 	plan  waitPlan
 	last  error
 	fails int
+	since time.Time // the first of the transient failures in a row
 
 	waited bool // it waited for a release (for its acquire event)
 	woken  bool // its last attempt followed a wake-up
@@ -378,13 +379,20 @@ func (ws *waitState) retryable(out outcome, err error) (outcome, error) {
 	l := ws.l
 	switch {
 	case err == nil:
-		ws.fails = 0
+		ws.fails, ws.since = 0, time.Time{}
 		return out, nil
 	case errors.Is(err, base.ErrNotReplicated):
 		l.c.logger().Warn("rlock: acquisition undone, no replica acknowledged it; trying again", "lock", l.name, "owner", ws.o.key.field, "err", err)
 		return pausedFor(notReplicatedPause), nil
 	case transient(err):
 		ws.last = err
+		now := time.Now()
+		if ws.fails == 0 {
+			ws.since = now
+		}
+		if d := now.Sub(ws.since); d >= l.c.unreachable {
+			return out, fmt.Errorf("%w: %q: no answer from Redis for %v: %w", base.ErrUnreachable, l.name, d.Round(time.Millisecond), err)
+		}
 		pause := min(transientPause<<min(ws.fails, 10), transientPauseMax)
 		ws.fails++
 		l.c.logger().Debug("rlock: attempt failed; trying again", "lock", l.name, "owner", ws.o.key.field, "err", err, "pause", pause)
@@ -416,7 +424,7 @@ func (ws *waitState) ctxErr(ctx context.Context) error {
 // transient reports whether err is a failure to reach Redis, or a reply
 // that says to try again later, rather than a final answer.
 func transient(err error) bool {
-	for _, final := range []error{base.ErrClosed, base.ErrInvalidArgument, base.ErrLockLost,
+	for _, final := range []error{base.ErrClosed, base.ErrUnreachable, base.ErrInvalidArgument, base.ErrLockLost,
 		base.ErrUnexpectedReply, base.ErrNotHeld, base.ErrNotObtained, base.ErrUpgrade, context.Canceled, context.DeadlineExceeded} {
 		if errors.Is(err, final) {
 			return false
