@@ -36,8 +36,6 @@ type gateWaiter struct {
 	granted   bool          // guarded by Gate.mu
 }
 
-var gateDebug func(context.Context) (context.Context, func()) // DEBUG
-
 // NewGate returns an open gate.
 func NewGate() *Gate { return &Gate{} }
 
@@ -58,11 +56,6 @@ func (g *Gate) Enter(ctx context.Context, exclusive, wait bool) (bool, error) {
 	w := &gateWaiter{exclusive: exclusive, ready: make(chan struct{})}
 	g.queue = append(g.queue, w)
 	g.mu.Unlock()
-	if gateDebug != nil {
-		var end func()
-		ctx, end = gateDebug(ctx)
-		defer end()
-	}
 	select {
 	case <-w.ready:
 		return true, nil
