@@ -113,7 +113,7 @@ func Example_dataLayout() {
 	if err := l.Lock(ctx); err != nil {
 		panic(err)
 	}
-	_ = l.Lock(ctx) // re-entry: the hold count goes to 2
+	_ = l.Lock(l.Ctx()) // re-entry through the holding's ctx: the hold count goes to 2
 	keys := srv.Keys()
 	slices.Sort(keys)
 	fmt.Println(keys)

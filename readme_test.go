@@ -46,6 +46,8 @@ var snippetPackages = map[string]string{
 	"rwlock":    "github.com/rlock-go/rlock/rwlock",
 	"multilock": "github.com/rlock-go/rlock/multilock",
 	"redlock":   "github.com/rlock-go/rlock/redlock",
+	"semaphore": "github.com/rlock-go/rlock/semaphore",
+	"latch":     "github.com/rlock-go/rlock/latch",
 }
 
 // A snippet is one ```go block of a Markdown file.
