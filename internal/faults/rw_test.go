@@ -357,3 +357,14 @@ func (r *rig) checkRWEnd() {
 		assert.Zero(r.t, n, "worker %d still holds the read lock", w.id)
 	}
 }
+
+// TestFaultRWBlackhole runs the read-write workload through the proxy
+// swallowing everything for 200 ms every 300 ms (client timeouts 100 ms),
+// under the history checks and the holder-vs-server check.
+func TestFaultRWBlackhole(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		cfg := withBlackholes(baseConfig("rw: blackhole 200 ms"), 300*time.Millisecond, 0)
+		cfg.rw = true
+		runBlackholes(t, b, cfg)
+	})
+}
