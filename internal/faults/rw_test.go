@@ -368,3 +368,32 @@ func TestFaultRWBlackhole(t *testing.T) {
 		runBlackholes(t, b, cfg)
 	})
 }
+
+// TestFaultRWFreeze is TestFaultFreeze for the read-write workload: the
+// server is stopped with SIGSTOP for 1.5 s, past the 500 ms watchdog
+// lease, while a worker holds; the holds at the freeze expire (a Lapse of
+// whoever holds), and the holder-vs-server check samples throughout.
+func TestFaultRWFreeze(t *testing.T) {
+	b := redistest.Real(t)
+	cfg := baseConfig("rw: server frozen past the lease (SIGSTOP)")
+	cfg.rw = true
+	cfg.lease = 500 * time.Millisecond
+	cfg.section = 50 * time.Millisecond
+	freezes, want := 0, strikes()
+	cfg.inject = func(r *rig, stop <-chan struct{}) {
+		for freezes < want && r.waitInside(stop) {
+			from := r.rec.Now()
+			b.Real.Freeze()
+			freezes++
+			sleepOrStop(1500*time.Millisecond, nil)
+			b.Real.Thaw()
+			r.rec.Lapse(-1, from, r.rec.Now())
+			if sleepOrStop(200*time.Millisecond, stop) {
+				return
+			}
+		}
+	}
+	r := newRig(t, b, cfg)
+	r.run(b.Real.Thaw)
+	require.Equal(t, want, freezes)
+}
