@@ -397,3 +397,34 @@ func TestFaultRWFreeze(t *testing.T) {
 	r.run(b.Real.Thaw)
 	require.Equal(t, want, freezes)
 }
+
+// TestFaultRWRestart is TestFaultRestart for the read-write workload: the
+// server is killed and restarted while a worker holds (a Wipe in the
+// model); holders believe until told, so neither the exclusion check nor
+// the Cover half of the holder-vs-server check applies (Orphan does).
+func TestFaultRWRestart(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		cfg := baseConfig("rw: server killed and restarted")
+		cfg.rw = true
+		cfg.lease = time.Second
+		cfg.section = 50 * time.Millisecond
+		cfg.exclusive = false
+		cfg.tokensReset = true
+		cfg.noCover = true
+		restarts, want := 0, strikes()
+		cfg.inject = func(r *rig, stop <-chan struct{}) {
+			for restarts < want && r.waitInside(stop) {
+				from := r.rec.Now()
+				b.Restart(t)
+				r.rec.Wipe(from, r.rec.Now())
+				restarts++
+				if sleepOrStop(200*time.Millisecond, stop) {
+					return
+				}
+			}
+		}
+		r := newRig(t, b, cfg)
+		r.run(nil)
+		require.Equal(t, want, restarts)
+	})
+}
