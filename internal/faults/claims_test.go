@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -252,7 +253,7 @@ func (cc *claimCheck) readServer(i int) snapshot {
 	untils := map[[2]string]*redis.StringCmd{}
 	var clock *redis.TimeCmd
 	s := snapshot{t0: time.Now()}
-	_, err := cc.servers[i].TxPipelined(ctx, func(p redis.Pipeliner) error {
+	cmds, err := cc.servers[i].TxPipelined(ctx, func(p redis.Pipeliner) error {
 		for name := range names {
 			hashes[name] = p.HGetAll(ctx, name)
 			pttls[name] = p.PTTL(ctx, name)
@@ -269,8 +270,16 @@ func (cc *claimCheck) readServer(i int) snapshot {
 		return nil
 	})
 	s.t1 = time.Now()
-	if err != nil {
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return s // a fault (a frozen or restarting server): no verdict this time
+	}
+	// A pipeline's error is its first command's: redis.Nil from the GET of
+	// a missing write-until record (the usual case) is an answer, not a
+	// failure, and must not hide a real failure of a later command.
+	for _, c := range cmds {
+		if e := c.Err(); e != nil && !errors.Is(e, redis.Nil) {
+			return s
+		}
 	}
 	s.ok = true
 	s.holds = map[string]map[string]hold{}

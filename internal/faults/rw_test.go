@@ -357,3 +357,74 @@ func (r *rig) checkRWEnd() {
 		assert.Zero(r.t, n, "worker %d still holds the read lock", w.id)
 	}
 }
+
+// TestFaultRWBlackhole runs the read-write workload through the proxy
+// swallowing everything for 200 ms every 300 ms (client timeouts 100 ms),
+// under the history checks and the holder-vs-server check.
+func TestFaultRWBlackhole(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		cfg := withBlackholes(baseConfig("rw: blackhole 200 ms"), 300*time.Millisecond, 0)
+		cfg.rw = true
+		runBlackholes(t, b, cfg)
+	})
+}
+
+// TestFaultRWFreeze is TestFaultFreeze for the read-write workload: the
+// server is stopped with SIGSTOP for 1.5 s, past the 500 ms watchdog
+// lease, while a worker holds; the holds at the freeze expire (a Lapse of
+// whoever holds), and the holder-vs-server check samples throughout.
+func TestFaultRWFreeze(t *testing.T) {
+	b := redistest.Real(t)
+	cfg := baseConfig("rw: server frozen past the lease (SIGSTOP)")
+	cfg.rw = true
+	cfg.lease = 500 * time.Millisecond
+	cfg.section = 50 * time.Millisecond
+	freezes, want := 0, strikes()
+	cfg.inject = func(r *rig, stop <-chan struct{}) {
+		for freezes < want && r.waitInside(stop) {
+			from := r.rec.Now()
+			b.Real.Freeze()
+			freezes++
+			sleepOrStop(1500*time.Millisecond, nil)
+			b.Real.Thaw()
+			r.rec.Lapse(-1, from, r.rec.Now())
+			if sleepOrStop(200*time.Millisecond, stop) {
+				return
+			}
+		}
+	}
+	r := newRig(t, b, cfg)
+	r.run(b.Real.Thaw)
+	require.Equal(t, want, freezes)
+}
+
+// TestFaultRWRestart is TestFaultRestart for the read-write workload: the
+// server is killed and restarted while a worker holds (a Wipe in the
+// model); holders believe until told, so neither the exclusion check nor
+// the Cover half of the holder-vs-server check applies (Orphan does).
+func TestFaultRWRestart(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		cfg := baseConfig("rw: server killed and restarted")
+		cfg.rw = true
+		cfg.lease = time.Second
+		cfg.section = 50 * time.Millisecond
+		cfg.exclusive = false
+		cfg.tokensReset = true
+		cfg.noCover = true
+		restarts, want := 0, strikes()
+		cfg.inject = func(r *rig, stop <-chan struct{}) {
+			for restarts < want && r.waitInside(stop) {
+				from := r.rec.Now()
+				b.Restart(t)
+				r.rec.Wipe(from, r.rec.Now())
+				restarts++
+				if sleepOrStop(200*time.Millisecond, stop) {
+					return
+				}
+			}
+		}
+		r := newRig(t, b, cfg)
+		r.run(nil)
+		require.Equal(t, want, restarts)
+	})
+}
