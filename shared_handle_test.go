@@ -272,3 +272,55 @@ func TestOwnersStillReenterAcrossHandles(t *testing.T) {
 		require.False(t, errors.Is(a.Err(), rlock.ErrLockLost))
 	})
 }
+
+// TestSharedHandleExcludesGoroutinesWithCancellation: goroutines whose
+// Lock gives up (ctx ends while they wait at the handle or for Redis)
+// leave no pass behind and let nobody in early.
+func TestSharedHandleExcludesGoroutinesWithCancellation(t *testing.T) {
+	redistest.EachWithCluster(t, func(t *testing.T, b *redistest.Backend) {
+		cs := sharedClients(t, b)
+		for _, k := range sharedKinds[:3] {
+			t.Run(k.name, func(t *testing.T) {
+				l := k.make(t, b, cs, redistest.Name(t))
+				var inside, most, given atomic.Int32
+				var wg sync.WaitGroup
+				for g := range 16 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for r := range 6 {
+							ctx := context.Background()
+							if (g+r)%3 == 0 { // every third call may give up
+								var cancel context.CancelFunc
+								ctx, cancel = context.WithTimeout(ctx, time.Duration(r)*time.Millisecond)
+								defer cancel()
+							}
+							if err := l.Lock(ctx); err != nil {
+								if !errors.Is(err, context.DeadlineExceeded) {
+									t.Error(err)
+								}
+								given.Add(1)
+								continue
+							}
+							now := inside.Add(1)
+							if _, err := l.IsHeld(context.Background()); err != nil {
+								t.Error(err)
+							}
+							most.Store(max(most.Load(), now, inside.Load()))
+							inside.Add(-1)
+							if err := l.Unlock(context.Background()); err != nil {
+								t.Error(err)
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				require.EqualValues(t, 1, most.Load(), "goroutines inside the critical section at once")
+				t.Logf("%d Lock calls gave up", given.Load())
+				ctx := context.Background()
+				require.NoError(t, l.TryLock(ctx), "a pass was left behind")
+				require.NoError(t, l.Unlock(ctx))
+			})
+		}
+	})
+}
