@@ -138,7 +138,7 @@ func TestClaimsWriteLeaseOutlivedBySameOwnersRead(t *testing.T) {
 		func() {
 			defer act.begin(false)()
 			require.NoError(t, l.WriteLock().LockLease(ctx, 300*time.Millisecond))
-			require.NoError(t, l.ReadLock().LockLease(ctx, 2*time.Second))
+			require.NoError(t, l.ReadLock().LockLease(l.WriteLock().Ctx(), 2*time.Second)) // a downgrade
 		}()
 		observe(1500 * time.Millisecond)
 		stop()

@@ -326,7 +326,7 @@ func TestHelperKilledHolder(t *testing.T) {
 	require.NoError(t, err)
 	ctx := context.Background()
 	require.NoError(t, l.Lock(ctx))
-	require.NoError(t, l.Lock(ctx))
+	require.NoError(t, l.Lock(l.Ctx())) // a re-entry
 	os.Stdout.WriteString("locked\n")
 	<-l.Done() // until killed; a loss ends the helper early and fails the parent
 	t.Fatalf("lost the lock: %v", l.Err())

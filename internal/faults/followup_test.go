@@ -111,7 +111,7 @@ func (w *worker) once(k history.Kind, count int) (int, history.Outcome, error) {
 
 // onceFn is once for fn, a call of kind k on the lock.
 func (w *worker) onceFn(k history.Kind, count int, fn func(context.Context) error) (int, history.Outcome, error) {
-	ctx := w.r.ctx
+	ctx := w.ctx()
 	defer w.act.begin(k == history.Unlock || w.shortening)() // through the count read below
 	call := w.r.rec.Now()
 	err := fn(ctx)
@@ -155,7 +155,7 @@ func (w *worker) onceFn(k history.Kind, count int, fn func(context.Context) erro
 // readCount reads the worker's hold count, repeating the read until it
 // answers (a read changes nothing), and records it.
 func (w *worker) readCount() (int, error) {
-	ctx := w.r.ctx
+	ctx := w.ctx()
 	for {
 		call := w.r.rec.Now()
 		n, err := w.l.HoldCount(ctx)

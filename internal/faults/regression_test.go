@@ -40,7 +40,7 @@ func TestReentryAfterVanishedLockReportsLoss(t *testing.T) {
 		done := l.Done()
 		require.NoError(t, direct.Del(ctx, name).Err()) // the lock vanishes
 
-		err = l.Lock(ctx) // re-entry
+		err = l.Lock(l.Ctx()) // re-entry
 		require.ErrorIs(t, err, rlock.ErrLockLost, "the loss is reported, not passed off as a re-entry")
 		select {
 		case <-done:

@@ -134,7 +134,7 @@ func (w *worker) rwDo(sd *side, k history.Kind) (out history.Outcome, answered b
 // rwOnce is onceFn for one side: one attempt, recorded with its side; an
 // unknown outcome is followed by a read of the side's hold count.
 func (w *worker) rwOnce(sd *side, k history.Kind, fn func(context.Context) error) (history.Outcome, error) {
-	ctx := w.r.ctx
+	ctx := w.ctx()
 	defer w.act.begin(k == history.Unlock)() // through the count read below
 	call := w.r.rec.Now()
 	err := fn(ctx)
@@ -171,7 +171,7 @@ func (w *worker) rwOnce(sd *side, k history.Kind, fn func(context.Context) error
 
 // readSideCount reads sd's hold count until it answers, and records it.
 func (w *worker) readSideCount(sd *side) error {
-	ctx := w.r.ctx
+	ctx := w.ctx()
 	for {
 		call := w.r.rec.Now()
 		n, err := sd.h.HoldCount(ctx)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -151,6 +152,14 @@ type worker struct {
 	acquired   int // holding periods
 }
 
+// ctx is the run's context with the worker's owner: a worker is one owner
+// that re-enters what it holds, however its calls are spread (rlock's
+// explicit owners; a handle's own owner would have its goroutines wait
+// for each other, see core.Gate).
+func (w *worker) ctx() context.Context {
+	return rlock.WithOwner(w.r.ctx, "worker-"+strconv.Itoa(w.id))
+}
+
 // newRig builds the clients and handles of a run on b.
 func newRig(t *testing.T, b *redistest.Backend, cfg config) *rig {
 	t.Helper()
@@ -204,11 +213,10 @@ func newRig(t *testing.T, b *redistest.Backend, cfg config) *rig {
 // newClaims registers every worker's handles with a holder-vs-server check
 // reading the backend through a client of its own.
 func (r *rig) newClaims() *claimCheck {
-	ctx := context.Background()
 	cc := newClaimCheck(r.t, r.cfg.lease/2+300*time.Millisecond, r.b.Universal(r.t))
 	cc.cover, cc.strangers = !r.cfg.noCover, r.cfg.strangers
 	for _, w := range r.workers {
-		field, err := w.l.Owner(ctx)
+		field, err := w.l.Owner(w.ctx())
 		require.NoError(r.t, err)
 		label := fmt.Sprintf("worker %d", w.id)
 		if r.cfg.rw {
@@ -711,7 +719,7 @@ func (r *rig) watchQueue(stop <-chan struct{}) {
 	}
 	byField := map[string]int{}
 	for _, w := range r.workers {
-		f, err := w.l.Owner(ctx)
+		f, err := w.l.Owner(w.ctx())
 		if err != nil {
 			r.t.Error(err)
 			return
