@@ -194,7 +194,7 @@ func Read(ctx context.Context, rdb redis.UniversalClient, name string, now time.
 	case "string":
 		// A Redisson semaphore's or count-down latch's count (package
 		// latch): never a lock, and never to be deleted as one.
-		return nil, fmt.Errorf("%w: %s looks like a semaphore/latch (a string holding a count); "+
+		return nil, fmt.Errorf("%w: key %q holds a string: it looks like a semaphore's or a count-down latch's count; "+
 			"use the latch's Delete or the semaphore's own API instead", ErrNotALock, name)
 	default:
 		return nil, fmt.Errorf("%w: key %q holds a %s, not a lock hash", ErrNotALock, name, t)

@@ -22,6 +22,6 @@ func TestReadRefusesLatch(t *testing.T) {
 		require.NoError(t, rdb.Set(ctx, name, "3", 0).Err())
 		_, err := inspect.Read(ctx, rdb, name, time.Now())
 		require.ErrorIs(t, err, inspect.ErrNotALock)
-		require.ErrorContains(t, err, "looks like a semaphore/latch")
+		require.ErrorContains(t, err, "looks like a semaphore's or a count-down latch's count")
 	})
 }
