@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock-go/rlock"
@@ -322,5 +323,23 @@ func TestSharedHandleExcludesGoroutinesWithCancellation(t *testing.T) {
 				require.NoError(t, l.Unlock(ctx))
 			})
 		}
+	})
+}
+
+// TestSharedHandleExcludesGoroutinesWithLostReplies: replies lost on the
+// way back (go-redis sends again; the scripts answer a re-send as the
+// first) do not let two goroutines of one handle in at once, nor leave the
+// lock held.
+func TestSharedHandleExcludesGoroutinesWithLostReplies(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		p, rdb := b.NewProxiedClient(t, func(o *redis.Options) { o.ReadTimeout = 200 * time.Millisecond })
+		c, err := rlock.NewClient(rdb)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		l, err := reentrant.New(c, redistest.Name(t))
+		require.NoError(t, err)
+		p.DropReplies("evalsha", 6)
+		hammer(t, l, 16, 3)
+		require.Positive(t, p.Dropped(), "no reply was lost")
 	})
 }
