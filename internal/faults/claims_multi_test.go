@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-		"sync"
+	"sync"
 	"testing"
 	"time"
 
