@@ -291,8 +291,14 @@ func (r *multiRig) waitInside(stop <-chan struct{}) bool {
 	}
 }
 
-// multiRounds is the rounds per worker of a MultiLock or RedLock run.
-const multiRounds = 8
+// multiRounds is the rounds per worker of a MultiLock or RedLock run: 4,
+// or 8 in the long form.
+func multiRounds() int {
+	if long() {
+		return 8
+	}
+	return 4
+}
 
 // TestFaultMultiLostReplies: every 25 ms each node's proxy drops the
 // reply of its next script call (acquire, release, renewal, SetLease)
@@ -304,7 +310,7 @@ func TestFaultMultiLostReplies(t *testing.T) {
 			redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 				r := newMultiRig(t, b, k, "reply lost, retries off")
 				dropped := 0
-				r.run(multiRounds, false, func(stop <-chan struct{}) {
+				r.run(multiRounds(), false, func(stop <-chan struct{}) {
 					every(25*time.Millisecond, stop, func() {
 						for _, p := range r.proxies {
 							if p.Dropped() < maxDrops/3 {
@@ -332,14 +338,14 @@ func TestFaultMultiSlowNode(t *testing.T) {
 			redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 				r := newMultiRig(t, b, k, "slow node")
 				r.proxies[0].SetLatency(30 * time.Millisecond)
-				r.run(multiRounds, false, nil, func() { r.proxies[0].SetLatency(0) })
+				r.run(multiRounds(), false, nil, func() { r.proxies[0].SetLatency(0) })
 			})
 		})
 	}
 }
 
 // TestFaultMultiNodeOutage: node 0 is unreachable (its proxy a black
-// hole) for 1.3 s, past the 1 s lease, while a worker holds; twice. An
+// hole) for 1.3 s, past the 1 s lease, while a worker holds; strikes() times. An
 // all-mode holder must be told it lost the lock; a quorum holder may go
 // on with the two other nodes but must not count node 0.
 func TestFaultMultiNodeOutage(t *testing.T) {
@@ -347,45 +353,45 @@ func TestFaultMultiNodeOutage(t *testing.T) {
 		t.Run(k.name, func(t *testing.T) {
 			redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 				r := newMultiRig(t, b, k, "node outage past the lease")
-				strikes := 0
-				r.run(multiRounds, true, func(stop <-chan struct{}) {
-					for strikes < 2 && r.waitInside(stop) {
+				struck, want := 0, strikes()
+				r.run(multiRounds(), true, func(stop <-chan struct{}) {
+					for struck < want && r.waitInside(stop) {
 						r.proxies[0].Blackhole(true)
 						sleepOrStop(1300*time.Millisecond, nil)
 						r.proxies[0].Blackhole(false)
-						strikes++
+						struck++
 						if sleepOrStop(200*time.Millisecond, stop) {
 							return
 						}
 					}
 				}, func() { r.proxies[0].Blackhole(false) })
-				require.Equal(t, 2, strikes)
+				require.Equal(t, want, struck)
 			})
 		})
 	}
 }
 
 // TestFaultMultiNodeFrozen: node 0's redis-server is stopped with SIGSTOP
-// for 1.5 s, past the 1 s lease, while a worker holds; twice. The sampler
+// for 1.5 s, past the 1 s lease, while a worker holds; strikes() times. The sampler
 // cannot read it meanwhile: the claim is judged on the other two nodes.
 func TestFaultMultiNodeFrozen(t *testing.T) {
 	for _, k := range multiKinds {
 		t.Run(k.name, func(t *testing.T) {
 			b := redistest.Real(t)
 			r := newMultiRig(t, b, k, "node frozen past the lease")
-			strikes := 0
-			r.run(multiRounds, true, func(stop <-chan struct{}) {
-				for strikes < 2 && r.waitInside(stop) {
+			struck, want := 0, strikes()
+			r.run(multiRounds(), true, func(stop <-chan struct{}) {
+				for struck < want && r.waitInside(stop) {
 					b.Real.Freeze()
 					sleepOrStop(1500*time.Millisecond, nil)
 					b.Real.Thaw()
-					strikes++
+					struck++
 					if sleepOrStop(200*time.Millisecond, stop) {
 						return
 					}
 				}
 			}, b.Real.Thaw)
-			require.Equal(t, 2, strikes)
+			require.Equal(t, want, struck)
 		})
 	}
 }
