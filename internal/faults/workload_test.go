@@ -171,7 +171,7 @@ func newRig(t *testing.T, b *redistest.Backend, cfg config) *rig {
 		cfg.rounds *= 10
 		cfg.timeout *= 10
 	case !long():
-		cfg.rounds = max(cfg.rounds*2/5, 3) // the short form
+		cfg.rounds = max(cfg.rounds/2, 5) // the short form
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
 	t.Cleanup(cancel)
