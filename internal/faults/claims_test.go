@@ -198,10 +198,18 @@ func (cc *claimCheck) sample() {
 	for i, c := range cc.claims {
 		before[i] = c.read()
 	}
+	// The servers are read concurrently, so a frozen one (its read ends
+	// at its client's timeout) does not stop the others from being read.
 	snaps := make([]snapshot, len(cc.servers))
+	var reads sync.WaitGroup
 	for i := range cc.servers {
-		snaps[i] = cc.readServer(i)
+		reads.Add(1)
+		go func() {
+			defer reads.Done()
+			snaps[i] = cc.readServer(i)
+		}()
 	}
+	reads.Wait()
 	after := make([]word, len(cc.claims))
 	for i, c := range cc.claims {
 		after[i] = c.read()

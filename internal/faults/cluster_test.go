@@ -2,6 +2,7 @@ package faults
 
 import (
 	"github.com/rlock-go/rlock/internal/base"
+	"os"
 	"regexp"
 	"testing"
 	"time"
@@ -28,14 +29,43 @@ var redirect = regexp.MustCompile(`\b(MOVED|ASK) \d+ `)
 // either. The history must stay linearizable and exclusive, with fencing
 // tokens increasing (MIGRATE moves the counter along).
 func TestFaultSlotMigration(t *testing.T) {
+	runSlotMigration(t, "slot migrated between masters (cluster)", false)
+}
+
+// TestFaultRWSlotMigration is TestFaultSlotMigration for the read-write
+// workload (its hash, its read holds' timeout keys and its write-until
+// records share the lock's slot and move with it), under the read-write
+// history checks and the holder-vs-server check (a sample that meets a
+// redirect or TRYAGAIN gives no verdict).
+//
+// NOT YET PART OF THE RUN (RLOCK_CHECK_RW_MIGRATION=1 runs it): in 5
+// runs, one reported 9 exclusion violations (a writer and another holder
+// believing they held at once) with the history still linearizable and
+// the holder-vs-server check clean, not yet explained; another's
+// linearizability check ran out of its minute (26 unknown outcomes).
+func TestFaultRWSlotMigration(t *testing.T) {
+	if os.Getenv("RLOCK_CHECK_RW_MIGRATION") != "1" {
+		t.Skip("not yet a passing check: see the comment (RLOCK_CHECK_RW_MIGRATION=1 runs it)")
+	}
+	runSlotMigration(t, "rw: slot migrated between masters (cluster)", true)
+}
+
+func runSlotMigration(t *testing.T, fault string, rw bool) {
 	c := redistest.StartCluster(t) // reconfigured: a cluster of its own
 	b := &redistest.Backend{
 		Name:      redistest.ClusterName,
 		Cluster:   c,
 		Universal: func(t testing.TB) redis.UniversalClient { return c.NewClient(t) },
 	}
-	cfg := baseConfig("slot migrated between masters (cluster)")
+	cfg := baseConfig(fault)
+	cfg.rw = rw
 	cfg.rounds = 40
+	if rw {
+		// The read-write model's search grows fast with unknown outcomes:
+		// 40 rounds (about 500 acquisitions, 28 unknown) did not finish
+		// within the checker's minute.
+		cfg.rounds = 12
+	}
 	cfg.section = 20 * time.Millisecond
 	cfg.clusterOpts = []func(*redis.ClusterOptions){func(o *redis.ClusterOptions) {
 		o.MaxRedirects = 1000 // about 5 s of TRYAGAIN

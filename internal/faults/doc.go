@@ -40,7 +40,11 @@
 // before fixes made elsewhere are skipped unless
 // RLOCK_CHECK_KNOWN_DEFECTS=1.
 //
-// Every run is short enough for CI. Set RLOCK_SOAK=1 for longer runs (more
+// Every run is short enough for CI. By default each fault runs once, in a
+// short form (fewer rounds per client, one strike of each restart, freeze
+// and outage); RLOCK_FAULTS_LONG=1, which .ci/run sets, selects the long
+// form (the rounds and strikes the package had before: 2 strikes, 15
+// rounds). Set RLOCK_SOAK=1 for longer runs still (more
 // rounds per client); each test logs the number of acquisitions checked
 // and violations found, and TestMain prints the table that the README's
 // "Safety model" section quotes.

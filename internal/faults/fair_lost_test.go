@@ -76,7 +76,11 @@ func TestFaultFairHolderLost(t *testing.T) {
 		const margin = 2 * time.Second // a bound on behaviour, not a speed claim
 		var strikes []strike
 		cfg.inject = func(r *rig, stop <-chan struct{}) {
-			for i, how := range []string{"killed", "paused", "killed", "paused"} {
+			hows := []string{"killed", "paused"} // the short form: each once
+			if long() {
+				hows = append(hows, hows...)
+			}
+			for i, how := range hows {
 				strikes = append(strikes, r.loseHolder(len(r.workers)+i, how))
 			}
 		}

@@ -49,13 +49,17 @@ func (r *rig) waitInside(stop <-chan struct{}) bool {
 	}
 }
 
-// strikes is how many times the restart and freeze tests strike: twice, or
+// strikes is how many times the restart, freeze and outage tests strike:
+// once in the short form, twice in the long form (RLOCK_FAULTS_LONG=1),
 // ten times in a soak run.
 func strikes() int {
-	if soak() {
+	switch {
+	case soak():
 		return 10
+	case long():
+		return 2
 	}
-	return 2
+	return 1
 }
 
 // baseConfig is the configuration every run starts from: 8 clients with a

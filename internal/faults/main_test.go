@@ -84,3 +84,12 @@ func printSummary() {
 	}
 	fmt.Print(b.String())
 }
+
+// longEnv selects the long form of the fault runs (.ci/run sets it): more
+// strikes, rounds and holdings. Without it every fault still runs once,
+// in a shorter form.
+const longEnv = "RLOCK_FAULTS_LONG"
+
+// long reports whether the long form was asked for (RLOCK_FAULTS_LONG=1,
+// or a soak run).
+func long() bool { return os.Getenv(longEnv) == "1" || soak() }

@@ -166,9 +166,12 @@ func newRig(t *testing.T, b *redistest.Backend, cfg config) *rig {
 	if cfg.clients < 8 {
 		cfg.clients = 8
 	}
-	if soak() {
+	switch {
+	case soak():
 		cfg.rounds *= 10
 		cfg.timeout *= 10
+	case !long():
+		cfg.rounds = max(cfg.rounds/2, 5) // the short form
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
 	t.Cleanup(cancel)

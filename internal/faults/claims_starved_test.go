@@ -1,0 +1,168 @@
+package faults
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/redistest"
+	"github.com/rlock-go/rlock/reentrant"
+)
+
+// starvedBound is how long after Until passes unconfirmed Done may close
+// and Ctx be cancelled on a CPU-starved client: the largest figure the
+// watchdog package documentation gives for a starved process (100,000
+// locks running out at once, all told within 1.2 s; 20,000 within
+// 0.31 s, both without -race on two Ps). Under -race on one P, 20,000
+// holdings took up to 1.8 s (RLOCK_STARVED_HOLDINGS=20000 reproduces it):
+// the runs stay at 2,000 and 5,000 holdings, under that figure.
+// starvedHoldingsEnv sets the holdings of TestFaultStarvedClient.
+const starvedHoldingsEnv = "RLOCK_STARVED_HOLDINGS"
+
+// burnerCount is how many goroutines burn the starved client's one P.
+var burnerCount = 2
+
+const starvedBound = 1200 * time.Millisecond
+
+// TestFaultStarvedClient: one client holds many locks in watchdog mode
+// with a 600 ms lease (renewals every 200 ms) while its process is
+// starved: GOMAXPROCS(1) and two goroutines burning the CPU, so renewal
+// rounds fall behind. The holder-vs-server check samples 100 of the
+// handles throughout (Err nil with Until ahead while Redis lacks the key,
+// or a TTL short of Until, is a violation). Then the server becomes
+// unreachable (a black hole) and every holding runs out unconfirmed at
+// once: each one's Done must close within starvedBound of its Until.
+// 2,000 holdings; 5,000 in the long form (RLOCK_FAULTS_LONG=1).
+func TestFaultStarvedClient(t *testing.T) {
+	n := 2000
+	if long() {
+		n = 5000
+	}
+	if v, err := strconv.Atoi(os.Getenv(starvedHoldingsEnv)); err == nil && v > 0 {
+		n = v
+	}
+	b := redistest.Real(t) // miniredis would run in the starved process itself
+	ctx := context.Background()
+	const lease = 600 * time.Millisecond
+	proxy, rdb := b.NewProxiedClient(t, func(o *redis.Options) {
+		o.ReadTimeout, o.WriteTimeout = 300*time.Millisecond, 300*time.Millisecond
+		o.MaxRetries = -1
+		o.PoolSize = 32
+	})
+	t.Cleanup(func() { proxy.Blackhole(false); proxy.ResetAll() })
+	// Each holding's last Until: read after acquisition and after every
+	// renewal round (Until moves only when a renewal succeeds), on the
+	// watchdog's goroutine, so no change is missed.
+	locks := make([]*reentrant.Lock, n)
+	lastUntil := make([]atomic.Int64, n)
+	var ready atomic.Bool
+	readUntils := func() {
+		for i, l := range locks {
+			if u := l.Until().UnixNano(); !l.Until().IsZero() && u > lastUntil[i].Load() {
+				lastUntil[i].Store(u)
+			}
+		}
+	}
+	trace := &rlock.Trace{Renewed: func(rlock.RenewInfo) {
+		if ready.Load() {
+			readUntils()
+		}
+	}}
+	c := newTestClient(t, rdb, rlock.WithWatchdogLease(lease), rlock.WithTrace(trace))
+	name := redistest.Name(t)
+	for i := range locks {
+		l, err := reentrant.New(c, name+":"+strconv.Itoa(i))
+		require.NoError(t, err)
+		locks[i] = l
+	}
+	var acts [100]activity
+	cc := newClaimCheck(t, lease/2+300*time.Millisecond, b.Universal(t))
+	for i := range acts {
+		cc.add(handleClaim("holding "+strconv.Itoa(i), locks[i], &acts[i], 0, locks[i].Name(), owner(t, locks[i]), false))
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	for i, l := range locks {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if i < len(acts) {
+				defer acts[i].begin(false)()
+			}
+			require.NoError(t, l.Lock(ctx))
+		}()
+	}
+	wg.Wait()
+	ready.Store(true)
+	readUntils()
+	// When each holding's Done closes.
+	closedAt := make([]atomic.Int64, n)
+	var watchers sync.WaitGroup
+	for i, l := range locks {
+		watchers.Add(1)
+		go func() {
+			defer watchers.Done()
+			<-l.Done()
+			closedAt[i].Store(time.Now().UnixNano())
+		}()
+	}
+	stopSampling := sampling(t, cc, "starved client")
+
+	// Starve the client: one P, four burners, for 2 s.
+	prev := runtime.GOMAXPROCS(1)
+	stop := make(chan struct{})
+	var burners sync.WaitGroup
+	for range burnerCount {
+		burners.Add(1)
+		go func() {
+			defer burners.Done()
+			for x := uint64(1); ; x = x*6364136223846793005 + 1 {
+				if x%1024 == 0 && closed(stop) {
+					return
+				}
+			}
+		}()
+	}
+	endStarving := sync.OnceFunc(func() { close(stop); burners.Wait(); runtime.GOMAXPROCS(prev) })
+	defer endStarving()
+	observe(2 * time.Second)
+	early := 0
+	for i := range closedAt {
+		if closedAt[i].Load() != 0 {
+			early++
+		}
+	}
+
+	// Every holding still open runs out unconfirmed from now.
+	proxy.Blackhole(true)
+	watchers.Wait()
+	endStarving()
+	stopSampling()
+
+	var late []time.Duration
+	for i := range locks {
+		late = append(late, time.Duration(closedAt[i].Load()-lastUntil[i].Load()))
+	}
+	slices.Sort(late)
+	st := c.WatchdogStats()
+	t.Logf("watchdog: %d rounds, %d late node rounds, %d timeouts, %d losses, %d holdings ended before the black hole", st.Rounds, st.Late, st.Timeouts, st.Lost, early)
+	require.NotEmpty(t, late)
+	m := len(late)
+	t.Logf("%d holdings, %d ended while starved, the others after the black hole; Done after Until: min %v, median %v, p99 %v, max %v (bound %v)",
+		n, early, late[0], late[m/2], late[m*99/100], late[m-1], starvedBound)
+	require.LessOrEqual(t, late[m-1], starvedBound, "a holding's Done closed later than the documented bound after its Until passed unconfirmed")
+	for _, l := range locks {
+		require.ErrorIs(t, l.Err(), rlock.ErrLockLost)
+	}
+}
