@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/lua"
 	"github.com/rlock-go/rlock/internal/renewal"
 )
@@ -18,7 +19,7 @@ import (
 // the timeout set ("never expires"). rlock never writes it: its permits
 // without a lease carry the watchdog's lease and are renewed; it reads it
 // in permits Redisson took.
-const NoLeaseScore = 922337203685477
+const NoLeaseScore = base.SemaphoreNoLeaseScore
 
 // Expirable is a handle on one semaphore whose permits have IDs and
 // leases, Redisson's RPermitExpirableSemaphore: the counter of available

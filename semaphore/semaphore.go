@@ -88,16 +88,11 @@ func New(client *rlock.Client, name string, opts ...Option) (*Semaphore, error) 
 // ChannelPrefix is the prefix of a semaphore's channel, as Redisson names
 // it: "redisson_sc:{name}", or "redisson_sc:name" for a name with a hash
 // tag.
-const ChannelPrefix = "redisson_sc"
+const ChannelPrefix = base.SemaphoreChannelPrefix
 
 // suffixed is Redisson's suffixName: "{name}:s", or "name:s" for a name
 // with a hash tag; either way in name's hash slot.
-func suffixed(name, s string) string {
-	if strings.Contains(name, "{") {
-		return name + ":" + s
-	}
-	return "{" + name + "}:" + s
-}
+func suffixed(name, s string) string { return base.Suffixed(name, s) }
 
 // Name returns the semaphore's name, the key of its counter.
 func (s *Semaphore) Name() string { return s.name }
