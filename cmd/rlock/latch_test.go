@@ -113,3 +113,30 @@ func mustCount(t *testing.T, l *latch.Latch) int64 {
 	require.NoError(t, err)
 	return n
 }
+
+// TestDemoPartnerAPI: the demo's semaphore run, on the embedded Redis and
+// on a server: the limited run never has more calls in flight than the
+// partner allows, the unlimited one does (every worker at once), and every
+// service passes the latch's start line.
+func TestDemoPartnerAPI(t *testing.T) {
+	check := func(t *testing.T, out string, workers int) {
+		t.Helper()
+		require.Regexp(t, fmt.Sprintf(`unlimited +48 +%d +yes `, workers), out)
+		require.Regexp(t, `semaphore +48 +[1-3] +no `, out)
+		require.Contains(t, out, "through the semaphore, never more than 3 calls at once.")
+		require.Contains(t, out, "Every service waited at the start line")
+	}
+	args := []string{"demo", "--progress=off", "--services=3", "--workers=4", "--stock=5", "--work=1ms", "--locks=none",
+		"--price-cache=0", "--partner-api=4", "--partner-limit=3"}
+	code, out, errOut := runBin(t, "", args...)
+	require.Equal(t, 0, code, errOut)
+	check(t, out, 12)
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		code, out, errOut := runBin(t, "", append(args, redisURL(b))...)
+		require.Equal(t, 0, code, errOut)
+		check(t, out, 12)
+		keys, err := b.NewClient(t).Keys(context.Background(), "*rlock-demo:*").Result()
+		require.NoError(t, err)
+		require.Empty(t, keys, "the demo cleans up after itself")
+	})
+}
