@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlock-go/rlock/internal/lua"
 	"github.com/rlock-go/rlock/internal/redistest"
+	"github.com/rlock-go/rlock/internal/waiters"
 	"github.com/rlock-go/rlock/semaphore"
 )
 
@@ -34,9 +35,11 @@ func (h *attemptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 // herdRun runs clients × waiters goroutines (each client its own
 // connection and hub) that each take the one permit of a semaphore and
-// give it back, and returns the acquire attempts beyond each goroutine's
-// first, per release: the wake-ups that one release causes.
-func herdRun(t *testing.T, b *redistest.Backend, clients, waiters int) float64 {
+// give it back, rounds times, and returns the refused acquire attempts
+// per release: the wake-ups that one release causes beyond the one it
+// grants. (Each waiter's first wait also retries once when its client's
+// subscription is confirmed; rounds spread that fixed cost.)
+func herdRun(t *testing.T, b *redistest.Backend, clients, waiters, rounds int) float64 {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	name := redistest.Name(t)
@@ -54,22 +57,27 @@ func herdRun(t *testing.T, b *redistest.Backend, clients, waiters int) float64 {
 	var (
 		wg     sync.WaitGroup
 		inside atomic.Int64
-		errs   = make(chan error, clients*waiters)
+		errs   = make(chan error, clients*waiters*rounds)
 	)
 	for i := range clients {
 		for range waiters {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := sems[i].Acquire(ctx, 1); err != nil {
-					errs <- err
-					return
+				for range rounds {
+					if err := sems[i].Acquire(ctx, 1); err != nil {
+						errs <- err
+						return
+					}
+					if inside.Add(1) != 1 {
+						errs <- fmt.Errorf("two holders of one permit")
+					}
+					inside.Add(-1)
+					if err := sems[i].Release(ctx, 1); err != nil {
+						errs <- err
+						return
+					}
 				}
-				if inside.Add(1) != 1 {
-					errs <- fmt.Errorf("two holders of one permit")
-				}
-				inside.Add(-1)
-				errs <- sems[i].Release(ctx, 1)
 			}()
 		}
 	}
@@ -82,25 +90,56 @@ func herdRun(t *testing.T, b *redistest.Backend, clients, waiters int) float64 {
 	for _, c := range counters {
 		total += c.n.Load()
 	}
-	n := int64(clients * waiters)
+	n := int64(clients * waiters * rounds)
 	return float64(total-n) / float64(n)
 }
 
-// TestReleaseWakeUpsAcrossClients measures the wake-ups one release of
-// one permit causes with several clients waiting: each client's hub wakes
-// as many of its waiters as the message counts permits (here 1), so one
-// release costs up to one attempt per client with waiters, never one per
-// waiter (Redisson's bound too: min(local waiters, count) per process).
-// It is not yet "about one in all": that needs the release script to
-// designate clients, as the reentrant lock's does, on a channel of rlock's
-// own (a designation on redisson_sc would reach Redisson's listener as a
-// count; see docs/semaphores.md). The figure is logged; the test holds
-// the per-client bound.
-func TestReleaseWakeUpsAcrossClients(t *testing.T) {
+// TestReleaseWakesAboutOneWaiterAcrossClients: a release of one permit
+// wakes about one waiter in all, not one in every client. Each refused
+// attempt registers its client with the semaphore; a release designates
+// registered clients (one designation per permit) before its count, and
+// the other clients' hubs drop the count. Before, every client's hub woke
+// min(count, its waiters) (Redisson's rule): 3.4-3.8 refused attempts per
+// release with 4 clients; now about 1, the one a releaser that acquires
+// again at once (never woken, so never designated) causes by barging.
+func TestReleaseWakesAboutOneWaiterAcrossClients(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		const clients, waiters = 4, 6
-		perRelease := herdRun(t, b, clients, waiters)
-		t.Logf("%d clients x %d waiters: %.2f extra acquire attempts per release", clients, waiters, perRelease)
-		require.LessOrEqual(t, perRelease, float64(clients), "a release of one permit woke more than one waiter per client")
+		perRelease := herdRun(t, b, clients, waiters, 5)
+		t.Logf("%d clients x %d waiters: %.2f refused acquire attempts per release", clients, waiters, perRelease)
+		require.LessOrEqual(t, perRelease, 2.0, "a release of one permit woke waiters in several clients")
+	})
+}
+
+// TestDesignatedClientGoneCostsAtMostAPoll: a release designates a client
+// registered as waiting that is gone (crashed: its registration has not
+// lapsed yet), so the other clients' hubs drop the count; a waiter of
+// another client still gets the permit, at its next poll.
+func TestDesignatedClientGoneCostsAtMostAPoll(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		name := redistest.Name(t)
+		waiter := newSem(t, clientOn(t, b.NewClient(t)), name, semaphore.WithPoll(200*time.Millisecond))
+		releaser := newSem(t, clientOn(t, b.NewClient(t)), name)
+		_, err := releaser.TrySetPermits(ctx, 0)
+		require.NoError(t, err)
+
+		done := make(chan error, 1)
+		go func() { done <- waiter.Acquire(ctx, 1) }()
+		registry := "{" + name + "}:rlock_waiters"
+		direct := b.NewClient(t)
+		require.Eventually(t, func() bool { return direct.ZCard(ctx, registry).Val() == 1 },
+			5*time.Second, 5*time.Millisecond, "the waiter's refused attempt registers its client")
+		// A client that registered (a refused attempt) and crashed: its
+		// registration runs out before the waiter's, so it is designated
+		// first.
+		gone := waiters.CountingDesignation("12345")
+		res, err := lua.SemAcquire.Run(ctx, direct, []string{name, "{" + name + "}:rlock_ops", registry},
+			1, "gone-client-attempt", 60000, gone, 1500, "0").Int64Slice()
+		require.NoError(t, err)
+		require.Equal(t, []int64{0, 0, 0}, res, "refused, and registered")
+		require.NoError(t, releaser.Release(ctx, 1))
+		require.NoError(t, <-done, "the waiter got the permit at its poll")
 	})
 }

@@ -33,3 +33,8 @@ func SemaphoreTimeout(name string) string { return Suffixed(name, "timeout") }
 // SemaphoreOps returns the operation record of semaphore name,
 // "{name}:rlock_ops" (rlock's own).
 func SemaphoreOps(name string) string { return Suffixed(name, "rlock_ops") }
+
+// SemaphoreWaiters returns the registry of rlock clients waiting for
+// permits of semaphore name, "{name}:rlock_waiters" (rlock's own): the
+// clients a release designates to wake a waiter.
+func SemaphoreWaiters(name string) string { return Suffixed(name, "rlock_waiters") }

@@ -19,9 +19,10 @@ var (
 	SemSet     = sem("sem_set")
 	SemDrain   = sem("sem_drain")
 	SemGet     = sem("sem_get")
+	SemLeave   = sem("sem_leave")
 )
 
 // semScripts lists them for All.
 func semScripts() []*redis.Script {
-	return []*redis.Script{SemAcquire, SemCancel, SemRelease, SemAdd, SemSet, SemDrain, SemGet}
+	return []*redis.Script{SemAcquire, SemCancel, SemRelease, SemAdd, SemSet, SemDrain, SemGet, SemLeave}
 }
