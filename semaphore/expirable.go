@@ -317,6 +317,66 @@ func (e *Expirable) state(ctx context.Context) (int64, int64, error) {
 	return res[0], res[1], nil
 }
 
+// LeaseTime returns the remaining lease of the held permit id (Redisson's
+// getLeaseTime), after returning expired permits to the pool: the time
+// until it returns to the pool unless released or renewed (a permit this
+// process took without a lease has its watchdog's, pushed back every
+// renewal); -1 for a permit with Redisson's no-lease score, which never
+// expires. It returns rlock.ErrNotHeld when no such permit is held,
+// rlock.ErrInvalidArgument for an ID that is not 32 lowercase hex
+// characters, rlock.ErrWrongType for a counter of another type, or the
+// Redis client's error (also ctx's end).
+func (e *Expirable) LeaseTime(ctx context.Context, id string) (time.Duration, error) {
+	raw, err := parseID(id)
+	if err != nil {
+		return 0, err
+	}
+	res, err := e.s.c.Run(ctx, lua.ExpLease, []string{e.s.name, e.timeout, e.s.channel},
+		raw, time.Now().UnixMilli(), NoLeaseScore, e.s.c.PublishArg(ctx)).Int64Slice()
+	if err == nil && len(res) == 0 {
+		err = fmt.Errorf("%w: lease time replied %v", rlock.ErrUnexpectedReply, res)
+	}
+	switch {
+	case err != nil:
+		return 0, e.s.scriptErr("lease time", err)
+	case res[0] != 1:
+		return 0, fmt.Errorf("%w: permit %s of semaphore %q", rlock.ErrNotHeld, id, e.s.name)
+	case len(res) < 2:
+		return 0, fmt.Errorf("%w: lease time replied %v", rlock.ErrUnexpectedReply, res)
+	case res[1] < 0:
+		return -1, nil
+	}
+	return time.Duration(res[1]) * time.Millisecond, nil
+}
+
+// DrainPermits returns expired permits to the pool, then takes every
+// available permit and returns how many it took (0 when none were
+// available; a count below zero is left as it is). The permits taken
+// have no IDs: give them back with AddPermits. Applied exactly once; a
+// copy re-sent after a lost reply changes nothing, and the call then
+// reports 0 (the permits are taken all the same). Errors are as
+// Semaphore.DrainPermits'.
+func (e *Expirable) DrainPermits(ctx context.Context) (int64, error) {
+	if e.s.c.Closed() {
+		return 0, rlock.ErrClosed
+	}
+	id := e.s.c.RequestID()
+	pub := e.s.c.PublishArg(detached(ctx))
+	var err error
+	for range 3 {
+		var v int64
+		v, err = e.s.c.Run(detached(ctx), lua.ExpDrain, []string{e.s.name, e.timeout, e.s.channel, e.s.ops},
+			time.Now().UnixMilli(), pub, id, e.s.c.ReplayWindow()).Int64()
+		if err == nil {
+			return v, nil
+		}
+		if isReply(err) {
+			return 0, e.s.scriptErr("drain", err)
+		}
+	}
+	return 0, fmt.Errorf("semaphore %q: drain: %w", e.s.name, err)
+}
+
 // TrySetPermits sets the available permits to n if the semaphore has no
 // counter yet, as Semaphore.TrySetPermits does.
 func (e *Expirable) TrySetPermits(ctx context.Context, n int) (bool, error) {

@@ -251,3 +251,57 @@ func TestExpirableBadInput(t *testing.T) {
 		require.ErrorIs(t, err, rlock.ErrWrongType)
 	})
 }
+
+// LeaseTime reports a held permit's remaining lease (-1 for Redisson's
+// no-lease score), ErrNotHeld for one not held; DrainPermits reclaims
+// expired permits and takes every available one, once under re-sends.
+func TestExpirableLeaseTimeAndDrain(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		c := clientOn(t, b.Universal(t))
+		e := newExp(t, c, name)
+		direct := b.Universal(t)
+
+		_, err := e.TrySetPermits(ctx, 4)
+		require.NoError(t, err)
+		p, err := e.Acquire(ctx, semaphore.WithLease(time.Minute))
+		require.NoError(t, err)
+		d, err := e.LeaseTime(ctx, p.ID())
+		require.NoError(t, err)
+		require.InDelta(t, time.Minute.Milliseconds(), d.Milliseconds(), 5000)
+
+		watched, err := e.Acquire(ctx)
+		require.NoError(t, err)
+		d, err = e.LeaseTime(ctx, watched.ID())
+		require.NoError(t, err)
+		require.Positive(t, d, "a watchdog permit has the watchdog's lease")
+		require.LessOrEqual(t, d, 30*time.Second)
+
+		raw := []byte("0123456789abcdef") // Redisson's permit without a lease
+		require.NoError(t, direct.ZAdd(ctx, "{"+name+"}:timeout", redis.Z{Score: semaphore.NoLeaseScore, Member: string(raw)}).Err())
+		require.NoError(t, direct.DecrBy(ctx, name, 1).Err())
+		d, err = e.LeaseTime(ctx, hex.EncodeToString(raw))
+		require.NoError(t, err)
+		require.Equal(t, time.Duration(-1), d)
+
+		_, err = e.LeaseTime(ctx, "00000000000000000000000000000000")
+		require.ErrorIs(t, err, rlock.ErrNotHeld)
+		_, err = e.LeaseTime(ctx, "nothex")
+		require.ErrorIs(t, err, rlock.ErrInvalidArgument)
+
+		// One permit left available, and one held whose lease has passed.
+		short, err := e.Acquire(ctx, semaphore.WithLease(time.Millisecond))
+		require.NoError(t, err)
+		<-short.Done()
+		n, err := e.DrainPermits(ctx)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, n, "the expired permit, reclaimed first")
+		a, h := counts(t, e)
+		require.EqualValues(t, 0, a)
+		require.EqualValues(t, 3, h)
+		n, err = e.DrainPermits(ctx)
+		require.NoError(t, err)
+		require.Zero(t, n)
+	})
+}

@@ -272,6 +272,10 @@ func TestFaultLostReplyEverySemaphoreAndLatchScript(t *testing.T) {
 		expState(2, 0, "a re-sent try-release returns once")
 		lose("expirable AddPermits", func() error { return e.AddPermits(ctx, 1) })
 		expState(3, 0, "added once")
+		lose("expirable DrainPermits", func() error { _, err := e.DrainPermits(ctx); return err })
+		expState(0, 0, "drained once")
+		lose("expirable AddPermits after drain", func() error { return e.AddPermits(ctx, 2) })
+		expState(2, 0, "added once")
 
 		lose("latch TrySetCount", func() error { _, err := l.TrySetCount(ctx, 3); return err })
 		count(3, "set once")
