@@ -124,7 +124,7 @@ func (e *Expirable) AcquireN(ctx context.Context, n int, opts ...AcquireOption) 
 	if err != nil || ps != nil {
 		return ps, err
 	}
-	w, joined := e.s.c.Hub().JoinCounting(e.s.channel)
+	w, joined := e.s.c.Hub().JoinCounting(e.s.channel, nil)
 	if !joined {
 		return nil, rlock.ErrClosed
 	}

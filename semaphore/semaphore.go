@@ -133,7 +133,7 @@ func (s *Semaphore) Acquire(ctx context.Context, n int) error {
 	if ok, _, err := s.attempt(ctx, n, waiting{register: true}); err != nil || ok {
 		return err
 	}
-	w, joined := s.c.Hub().JoinCounting(s.channel)
+	w, joined := s.c.Hub().JoinCounting(s.channel, s.passOn)
 	if !joined {
 		s.leave()
 		return rlock.ErrClosed
@@ -253,6 +253,18 @@ func (s *Semaphore) leave() {
 		ctx, cancel := context.WithTimeout(s.c.Life(), 5*time.Second)
 		defer cancel()
 		_ = s.c.Run(ctx, lua.SemLeave, []string{s.waiters}, s.desig).Err()
+	})
+}
+
+// passOn publishes the count again without designations, in the
+// background: this client's hub was designated by a release but had no
+// waiter left to wake (see waiters.Hub.JoinCounting). A failure leaves the
+// other clients' waiters to their polls.
+func (s *Semaphore) passOn() {
+	s.c.Background(func() {
+		ctx, cancel := context.WithTimeout(s.c.Life(), 5*time.Second)
+		defer cancel()
+		_ = s.c.Run(ctx, lua.SemPass, []string{s.name, s.channel}, s.c.PublishArg(ctx)).Err()
 	})
 }
 

@@ -20,9 +20,10 @@ var (
 	SemDrain   = sem("sem_drain")
 	SemGet     = sem("sem_get")
 	SemLeave   = sem("sem_leave")
+	SemPass    = sem("sem_pass")
 )
 
 // semScripts lists them for All.
 func semScripts() []*redis.Script {
-	return []*redis.Script{SemAcquire, SemCancel, SemRelease, SemAdd, SemSet, SemDrain, SemGet, SemLeave}
+	return []*redis.Script{SemAcquire, SemCancel, SemRelease, SemAdd, SemSet, SemDrain, SemGet, SemLeave, SemPass}
 }

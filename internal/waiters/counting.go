@@ -13,14 +13,20 @@ import "strconv"
 // only other clients); an undesignated count message (Redisson's, or one
 // with no rlock client registered) wakes as many as it counts permits (at
 // least one for a payload that is not a number; none for 0 or less). The
-// longest-waiting first.
-func (h *Hub) JoinCounting(channel string) (*Waiter, bool) {
+// longest-waiting first. When designations of this client find fewer
+// waiters to wake than they name (its waiters left, or every one is about
+// to try already), wasted, if not nil, is called (under the hub's lock:
+// it must not block) so that the client passes them on.
+func (h *Hub) JoinCounting(channel string, wasted func()) (*Waiter, bool) {
 	w, ok := h.Join(channel)
 	if !ok {
 		return nil, false
 	}
 	h.mu.Lock()
 	w.topic.counting = true
+	if wasted != nil {
+		w.topic.semWaste = wasted
+	}
 	h.mu.Unlock()
 	return w, true
 }
@@ -76,7 +82,8 @@ func (h *Hub) countingLocked(t *topic, payload string, from int) {
 		}
 		return
 	}
-	if t.semNamed[from] {
+	designated := t.semNamed[from]
+	if designated {
 		n = min(n, t.semMine[from])
 		t.semNamed[from], t.semMine[from] = false, 0
 		if n <= 0 {
@@ -85,12 +92,14 @@ func (h *Hub) countingLocked(t *topic, payload string, from int) {
 	}
 	if len(t.waiters) == 0 {
 		t.missed = true
-		return
 	}
 	for ; n > 0; n-- {
 		if t.wakeOne(nil) == nil {
-			return
+			break
 		}
+	}
+	if designated && n > 0 && t.semWaste != nil {
+		t.semWaste() // designations this client cannot use
 	}
 }
 

@@ -258,6 +258,9 @@ type topic struct {
 	// channel (see CountingDesignation), and how many named this client.
 	semNamed [2]bool
 	semMine  [2]int64
+	// semWaste is called, without blocking and under the hub's lock, when
+	// designations of this client go unused (see JoinCounting).
+	semWaste func()
 }
 
 // Waiter is one blocked caller's membership in a channel. Receive from C to
