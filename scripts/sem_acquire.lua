@@ -1,6 +1,10 @@
 -- Counting semaphore: take n permits if that many are available
 -- (Redisson's tryAcquire: GET, then DECRBY when the count suffices).
--- KEYS: counter, operation record. ARGV: n, operation ID, replay window ms.
+-- KEYS: counter, operation record, registry of waiting clients (optional).
+-- ARGV: n, operation ID, replay window ms, and for a call that waits: this
+-- client's designation (see sem_register; '' for none), the registration's
+-- life ms, '1' to take the client off the registry when granted (its last
+-- waiter).
 -- Reply: {granted (1/0), available after the call, replayed (1: a copy of
 -- an operation already applied; nothing changed)}.
 local n, id = tonumber(ARGV[1]), ARGV[2]
@@ -19,6 +23,12 @@ end
 if v ~= nil and v >= n then
   local left = redis.call('DECRBY', KEYS[1], n)
   sem_record(KEYS[2], id, tonumber(ARGV[3]))
+  if KEYS[3] and ARGV[4] and ARGV[4] ~= '' and ARGV[6] == '1' then
+    redis.call('ZREM', KEYS[3], ARGV[4])
+  end
   return {1, left, 0}
+end
+if KEYS[3] and ARGV[4] and ARGV[4] ~= '' then
+  sem_register(KEYS[3], ARGV[4], ARGV[5])
 end
 return {0, v or 0, 0}

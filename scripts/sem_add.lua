@@ -1,7 +1,8 @@
 -- Counting semaphore: add n permits, n possibly negative (Redisson's
 -- addPermits), once per operation ID; publishes the new count. Unlike
 -- Redisson's SET, INCRBY keeps the counter's TTL.
--- KEYS: counter, channel, operation record. ARGV: n, operation ID, replay
+-- KEYS: counter, channel, operation record, registry of waiting clients
+-- (see sem_designate; optional). ARGV: n, operation ID, replay
 -- window ms, publish mode (see publish.lua).
 -- Reply: {applied (1; 0: a copy applied already), count}.
 local n, id = tonumber(ARGV[1]), ARGV[2]
@@ -14,5 +15,6 @@ if bad then
 end
 local v = redis.call('INCRBY', KEYS[1], n)
 sem_record(KEYS[3], id, tonumber(ARGV[3]))
+sem_designate(KEYS[4], KEYS[2], n, ARGV[4])
 notify(KEYS[2], v, ARGV[4])
 return {1, v}

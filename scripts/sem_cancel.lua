@@ -1,7 +1,8 @@
 -- Counting semaphore: give back the permits of an acquire whose caller
 -- will not use them (its ctx ended, or its reply was lost), and make sure
 -- no late copy of it grants. Idempotent.
--- KEYS: counter, channel, operation record. ARGV: n, operation ID of the
+-- KEYS: counter, channel, operation record, registry of waiting clients
+-- (see sem_designate; optional). ARGV: n, operation ID of the
 -- acquire, replay window ms, publish mode (see publish.lua).
 -- Reply: 1 when permits were given back, 0 when the acquire had granted
 -- nothing (or was given back already).
@@ -12,6 +13,7 @@ end
 local back = 0
 if redis.call('ZSCORE', KEYS[3], id) then
   local v = redis.call('INCRBY', KEYS[1], n)
+  sem_designate(KEYS[4], KEYS[2], n, ARGV[4])
   notify(KEYS[2], v, ARGV[4])
   back = 1
 end

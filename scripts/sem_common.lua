@@ -46,3 +46,45 @@ end
 local function sem_malformed()
   return redis.error_reply('WRONGTYPE semaphore counter is not an integer')
 end
+
+-- The registry of rlock clients waiting for permits ({name}:rlock_waiters,
+-- rlock's own) is a sorted set of designation messages (one per client:
+-- the decimal of m * 2^32, see waiters.CountingDesignation), scored by the
+-- server time (ms) until which the registration is live. A waiting call's
+-- refused attempt registers its client for its poll plus a grace; a
+-- registration lapses by itself, and a client's last waiter granted takes
+-- it off.
+
+-- sem_register records designation msg until now + live ms (never
+-- shortened), keeping the registry alive at least that long.
+local function sem_register(registry, msg, live)
+  live = tonumber(live)
+  redis.call('ZADD', registry, 'GT', now_ms() + live, msg)
+  if redis.call('PTTL', registry) < live then
+    redis.call('PEXPIRE', registry, 2 * live)
+  end
+end
+
+-- sem_designate publishes on channel, before the count that a release of
+-- k permits publishes, one designation per waiter to wake (at most 32),
+-- spread over the live registered clients, those registered least
+-- recently first. A hub that hears designations wakes as many waiters as
+-- they name its client, and none if they name only others, so a release
+-- of k permits wakes about k waiters in all rather than k in every
+-- client. With nobody registered it publishes nothing: the count then
+-- wakes waiters in every client, as Redisson's does. Redisson's listener
+-- reads a designation's low 32 bits, 0, and wakes none.
+local function sem_designate(registry, channel, k, how)
+  k = math.min(tonumber(k) or 0, 32)
+  if not registry or k <= 0 or redis.call('EXISTS', registry) == 0 then
+    return
+  end
+  redis.call('ZREMRANGEBYSCORE', registry, '-inf', '(' .. now_ms())
+  local msgs = redis.call('ZRANGE', registry, 0, k - 1)
+  if #msgs == 0 then
+    return
+  end
+  for i = 0, k - 1 do
+    notify(channel, msgs[(i % #msgs) + 1], how)
+  end
+end

@@ -1,7 +1,8 @@
 -- Counting semaphore: set the permits to n only if the counter does not
 -- exist (Redisson's trySetPermits; a stored 0 counts as set), publishing
 -- n; once per operation ID.
--- KEYS: counter, channel, operation record. ARGV: n, operation ID, replay
+-- KEYS: counter, channel, operation record, registry of waiting clients
+-- (see sem_designate; optional). ARGV: n, operation ID, replay
 -- window ms, publish mode (see publish.lua).
 -- Reply: 1 when set (also for a copy of a call that set it), 0 otherwise.
 local n, id = tonumber(ARGV[1]), ARGV[2]
@@ -17,5 +18,6 @@ if v ~= nil then
 end
 redis.call('SET', KEYS[1], n)
 sem_record(KEYS[3], id, tonumber(ARGV[3]))
+sem_designate(KEYS[4], KEYS[2], n, ARGV[4])
 notify(KEYS[2], n, ARGV[4])
 return 1

@@ -47,8 +47,15 @@
 //     wakes it, when its subscription is confirmed (so a release between
 //     its first try and its SUBSCRIBE is never missed), and at least every
 //     poll interval (WithPoll, 1 s by default).
-//   - A message wakes as many of a client's waiters as it counts permits,
-//     and a waiter granted with permits left over wakes the next one.
+//   - No herd across clients: a waiter's refused attempt registers its
+//     client ("{name}:rlock_waiters"), and a release of k permits
+//     designates about k registered clients before its count; the other
+//     clients' waiters stay asleep (a designated client with no waiter
+//     left publishes the count again for everyone). A count without
+//     designations (Redisson's) wakes as many of each client's waiters as
+//     it counts permits; a waiter granted with permits left over wakes the
+//     next one. A wasted designation costs a waiter at most one poll. The
+//     expirable semaphore's waiters are not designated.
 //
 // Every call's keys share one hash slot, so the scripts run unchanged on
 // Redis Cluster.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/lua"
 	"github.com/rlock-go/rlock/internal/renewal"
 )
@@ -18,7 +19,7 @@ import (
 // the timeout set ("never expires"). rlock never writes it: its permits
 // without a lease carry the watchdog's lease and are renewed; it reads it
 // in permits Redisson took.
-const NoLeaseScore = 922337203685477
+const NoLeaseScore = base.SemaphoreNoLeaseScore
 
 // Expirable is a handle on one semaphore whose permits have IDs and
 // leases, Redisson's RPermitExpirableSemaphore: the counter of available
@@ -89,8 +90,28 @@ func acquireOptions(opts []AcquireOption) (acquireConfig, error) {
 // counter holds something else; or the Redis client's error (an attempt
 // whose reply was lost is given back).
 func (e *Expirable) Acquire(ctx context.Context, opts ...AcquireOption) (*Permit, error) {
+	ps, err := e.AcquireN(ctx, 1, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return ps[0], nil
+}
+
+// MaxPermitsPerCall bounds n in AcquireN and TryAcquireN: each permit is
+// one argument of one script call.
+const MaxPermitsPerCall = 1000
+
+// AcquireN takes n permits at once, all or none (Redisson's acquire(n)),
+// waiting as Acquire does until n are available; each permit has its own
+// ID, lease (the option applies to each) and handle. It returns
+// rlock.ErrInvalidArgument for n < 1 or n > MaxPermitsPerCall; otherwise
+// as Acquire.
+func (e *Expirable) AcquireN(ctx context.Context, n int, opts ...AcquireOption) ([]*Permit, error) {
 	cfg, err := acquireOptions(opts)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkPerCall(n); err != nil {
 		return nil, err
 	}
 	if e.s.c.Closed() {
@@ -99,11 +120,11 @@ func (e *Expirable) Acquire(ctx context.Context, opts ...AcquireOption) (*Permit
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	p, next, err := e.attempt(ctx, cfg)
-	if err != nil || p != nil {
-		return p, err
+	ps, next, err := e.attemptN(ctx, cfg, n)
+	if err != nil || ps != nil {
+		return ps, err
 	}
-	w, joined := e.s.c.Hub().JoinCounting(e.s.channel)
+	w, joined := e.s.c.Hub().JoinCounting(e.s.channel, nil)
 	if !joined {
 		return nil, rlock.ErrClosed
 	}
@@ -119,8 +140,8 @@ func (e *Expirable) Acquire(ctx context.Context, opts ...AcquireOption) (*Permit
 		case <-w.C:
 		case <-timer.C:
 		}
-		if p, next, err = e.attempt(ctx, cfg); err != nil || p != nil {
-			return p, err
+		if ps, next, err = e.attemptN(ctx, cfg, n); err != nil || ps != nil {
+			return ps, err
 		}
 		if !timer.Stop() {
 			select {
@@ -130,6 +151,14 @@ func (e *Expirable) Acquire(ctx context.Context, opts ...AcquireOption) (*Permit
 		}
 		timer.Reset(e.wait(next))
 	}
+}
+
+// checkPerCall checks a permit count of AcquireN or TryAcquireN.
+func checkPerCall(n int) error {
+	if n < 1 || n > MaxPermitsPerCall {
+		return fmt.Errorf("%w: %d permits in one call: want 1..%d", rlock.ErrInvalidArgument, n, MaxPermitsPerCall)
+	}
+	return nil
 }
 
 // wait is how long a waiter sleeps at most: until the nearest expiry (a
@@ -146,8 +175,22 @@ func (e *Expirable) wait(next time.Time) time.Duration {
 // expired ones). It returns nil and no error when none is. Errors are as
 // Acquire's.
 func (e *Expirable) TryAcquire(ctx context.Context, opts ...AcquireOption) (*Permit, error) {
+	ps, err := e.TryAcquireN(ctx, 1, opts...)
+	if err != nil || ps == nil {
+		return nil, err
+	}
+	return ps[0], nil
+}
+
+// TryAcquireN takes n permits if n are available now (after reclaiming
+// expired ones), all or none; it returns nil and no error when fewer are.
+// Errors are as AcquireN's.
+func (e *Expirable) TryAcquireN(ctx context.Context, n int, opts ...AcquireOption) ([]*Permit, error) {
 	cfg, err := acquireOptions(opts)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkPerCall(n); err != nil {
 		return nil, err
 	}
 	if e.s.c.Closed() {
@@ -156,27 +199,47 @@ func (e *Expirable) TryAcquire(ctx context.Context, opts ...AcquireOption) (*Per
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	p, _, err := e.attempt(ctx, cfg)
-	return p, err
+	ps, _, err := e.attemptN(ctx, cfg, n)
+	return ps, err
 }
 
-// attempt runs the acquire script once with a fresh permit ID (which is
+// attemptN runs the acquire script once with a fresh permit ID (which is
 // also the operation ID: a re-sent copy finds the permit and takes no
 // second one). A lost reply or a ctx that ended meanwhile gives the permit
 // back. It returns the permit, or the nearest expiry of a held permit
 // (zero: none known).
-func (e *Expirable) attempt(ctx context.Context, cfg acquireConfig) (*Permit, time.Time, error) {
-	raw := make([]byte, 16)
-	_, _ = rand.Read(raw)
-	id := hex.EncodeToString(raw)
+//
+// It takes n permits, all or none, each with its own fresh ID; the
+// first's is the operation ID.
+func (e *Expirable) attemptN(ctx context.Context, cfg acquireConfig, n int) ([]*Permit, time.Time, error) {
+	raws := make([][]byte, n)
+	ids := make([]string, n)
+	for i := range raws {
+		raws[i] = make([]byte, 16)
+		_, _ = rand.Read(raws[i])
+		ids[i] = hex.EncodeToString(raws[i])
+	}
 	lease := cfg.lease
 	if lease == 0 {
 		lease = e.s.c.Watchdog().LeaseDuration()
 	}
 	sent := time.Now()
 	pub := e.s.c.PublishArg(detached(ctx))
+	args := []any{raws[0], sent.Add(lease).UnixMilli(), sent.UnixMilli(), NoLeaseScore, pub, ids[0]}
+	for _, raw := range raws[1:] {
+		args = append(args, raw)
+	}
+	giveBack := func() error {
+		var first error
+		for i := range raws {
+			if _, err := e.release(ctx, raws[i], ids[i], true); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
 	res, err := e.s.c.Run(detached(ctx), lua.ExpAcquire, []string{e.s.name, e.timeout, e.s.channel, e.s.ops},
-		raw, sent.Add(lease).UnixMilli(), sent.UnixMilli(), NoLeaseScore, pub, id).Int64Slice()
+		args...).Int64Slice()
 	if err == nil && len(res) == 0 {
 		err = fmt.Errorf("%w: acquire replied %v", rlock.ErrUnexpectedReply, res)
 	}
@@ -184,7 +247,7 @@ func (e *Expirable) attempt(ctx context.Context, cfg acquireConfig) (*Permit, ti
 		if isReply(err) {
 			return nil, time.Time{}, e.s.scriptErr("acquire", err)
 		}
-		if _, cerr := e.release(ctx, raw, id, true); cerr != nil {
+		if cerr := giveBack(); cerr != nil {
 			return nil, time.Time{}, fmt.Errorf("semaphore %q: acquire failed (%w), and giving back what it may have taken failed too: %w", e.s.name, err, cerr)
 		}
 		return nil, time.Time{}, err
@@ -197,12 +260,16 @@ func (e *Expirable) attempt(ctx context.Context, cfg acquireConfig) (*Permit, ti
 		return nil, next, nil
 	}
 	if err := ctx.Err(); err != nil {
-		if _, cerr := e.release(ctx, raw, id, true); cerr != nil {
+		if cerr := giveBack(); cerr != nil {
 			return nil, time.Time{}, fmt.Errorf("semaphore %q: %w after a grant; giving it back failed: %w", e.s.name, err, cerr)
 		}
 		return nil, time.Time{}, err
 	}
-	return newPermit(e, raw, id, cfg.lease, sent), time.Time{}, nil
+	ps := make([]*Permit, n)
+	for i := range ps {
+		ps[i] = newPermit(e, raws[i], ids[i], cfg.lease, sent)
+	}
+	return ps, time.Time{}, nil
 }
 
 // release runs the release script for permit raw (hex id); cancel also
@@ -314,6 +381,66 @@ func (e *Expirable) state(ctx context.Context) (int64, int64, error) {
 		return 0, 0, e.s.scriptErr("state", err)
 	}
 	return res[0], res[1], nil
+}
+
+// LeaseTime returns the remaining lease of the held permit id (Redisson's
+// getLeaseTime), after returning expired permits to the pool: the time
+// until it returns to the pool unless released or renewed (a permit this
+// process took without a lease has its watchdog's, pushed back every
+// renewal); -1 for a permit with Redisson's no-lease score, which never
+// expires. It returns rlock.ErrNotHeld when no such permit is held,
+// rlock.ErrInvalidArgument for an ID that is not 32 lowercase hex
+// characters, rlock.ErrWrongType for a counter of another type, or the
+// Redis client's error (also ctx's end).
+func (e *Expirable) LeaseTime(ctx context.Context, id string) (time.Duration, error) {
+	raw, err := parseID(id)
+	if err != nil {
+		return 0, err
+	}
+	res, err := e.s.c.Run(ctx, lua.ExpLease, []string{e.s.name, e.timeout, e.s.channel},
+		raw, time.Now().UnixMilli(), NoLeaseScore, e.s.c.PublishArg(ctx)).Int64Slice()
+	if err == nil && len(res) == 0 {
+		err = fmt.Errorf("%w: lease time replied %v", rlock.ErrUnexpectedReply, res)
+	}
+	switch {
+	case err != nil:
+		return 0, e.s.scriptErr("lease time", err)
+	case res[0] != 1:
+		return 0, fmt.Errorf("%w: permit %s of semaphore %q", rlock.ErrNotHeld, id, e.s.name)
+	case len(res) < 2:
+		return 0, fmt.Errorf("%w: lease time replied %v", rlock.ErrUnexpectedReply, res)
+	case res[1] < 0:
+		return -1, nil
+	}
+	return time.Duration(res[1]) * time.Millisecond, nil
+}
+
+// DrainPermits returns expired permits to the pool, then takes every
+// available permit and returns how many it took (0 when none were
+// available; a count below zero is left as it is). The permits taken
+// have no IDs: give them back with AddPermits. Applied exactly once; a
+// copy re-sent after a lost reply changes nothing, and the call then
+// reports 0 (the permits are taken all the same). Errors are as
+// Semaphore.DrainPermits'.
+func (e *Expirable) DrainPermits(ctx context.Context) (int64, error) {
+	if e.s.c.Closed() {
+		return 0, rlock.ErrClosed
+	}
+	id := e.s.c.RequestID()
+	pub := e.s.c.PublishArg(detached(ctx))
+	var err error
+	for range 3 {
+		var v int64
+		v, err = e.s.c.Run(detached(ctx), lua.ExpDrain, []string{e.s.name, e.timeout, e.s.channel, e.s.ops},
+			time.Now().UnixMilli(), pub, id, e.s.c.ReplayWindow()).Int64()
+		if err == nil {
+			return v, nil
+		}
+		if isReply(err) {
+			return 0, e.s.scriptErr("drain", err)
+		}
+	}
+	return 0, fmt.Errorf("semaphore %q: drain: %w", e.s.name, err)
 }
 
 // TrySetPermits sets the available permits to n if the semaphore has no

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rlock-go/rlock"
@@ -249,5 +250,130 @@ func TestExpirableBadInput(t *testing.T) {
 		require.ErrorIs(t, err, rlock.ErrWrongType)
 		_, err = e.AvailablePermits(ctx)
 		require.ErrorIs(t, err, rlock.ErrWrongType)
+	})
+}
+
+// LeaseTime reports a held permit's remaining lease (-1 for Redisson's
+// no-lease score), ErrNotHeld for one not held; DrainPermits reclaims
+// expired permits and takes every available one, once under re-sends.
+func TestExpirableLeaseTimeAndDrain(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		c := clientOn(t, b.Universal(t))
+		e := newExp(t, c, name)
+		direct := b.Universal(t)
+
+		_, err := e.TrySetPermits(ctx, 4)
+		require.NoError(t, err)
+		p, err := e.Acquire(ctx, semaphore.WithLease(time.Minute))
+		require.NoError(t, err)
+		d, err := e.LeaseTime(ctx, p.ID())
+		require.NoError(t, err)
+		require.InDelta(t, time.Minute.Milliseconds(), d.Milliseconds(), 5000)
+
+		watched, err := e.Acquire(ctx)
+		require.NoError(t, err)
+		d, err = e.LeaseTime(ctx, watched.ID())
+		require.NoError(t, err)
+		require.Positive(t, d, "a watchdog permit has the watchdog's lease")
+		require.LessOrEqual(t, d, 30*time.Second)
+
+		raw := []byte("0123456789abcdef") // Redisson's permit without a lease
+		require.NoError(t, direct.ZAdd(ctx, "{"+name+"}:timeout", redis.Z{Score: semaphore.NoLeaseScore, Member: string(raw)}).Err())
+		require.NoError(t, direct.DecrBy(ctx, name, 1).Err())
+		d, err = e.LeaseTime(ctx, hex.EncodeToString(raw))
+		require.NoError(t, err)
+		require.Equal(t, time.Duration(-1), d)
+
+		_, err = e.LeaseTime(ctx, "00000000000000000000000000000000")
+		require.ErrorIs(t, err, rlock.ErrNotHeld)
+		_, err = e.LeaseTime(ctx, "nothex")
+		require.ErrorIs(t, err, rlock.ErrInvalidArgument)
+
+		// One permit left available, and one held whose lease has passed.
+		short, err := e.Acquire(ctx, semaphore.WithLease(time.Millisecond))
+		require.NoError(t, err)
+		<-short.Done()
+		n, err := e.DrainPermits(ctx)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, n, "the expired permit, reclaimed first")
+		a, h := counts(t, e)
+		require.EqualValues(t, 0, a)
+		require.EqualValues(t, 3, h)
+		n, err = e.DrainPermits(ctx)
+		require.NoError(t, err)
+		require.Zero(t, n)
+	})
+}
+
+// AcquireN and TryAcquireN take several permits at once, all or none,
+// each with its own ID; a blocked AcquireN is granted once enough are
+// released; bad counts are refused.
+func TestExpirableAcquireN(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		name := redistest.Name(t)
+		c := clientOn(t, b.Universal(t))
+		e := newExp(t, c, name, semaphore.WithPoll(100*time.Millisecond))
+
+		_, err := e.TrySetPermits(ctx, 3)
+		require.NoError(t, err)
+		ps, err := e.TryAcquireN(ctx, 2, semaphore.WithLease(time.Minute))
+		require.NoError(t, err)
+		require.Len(t, ps, 2)
+		require.NotEqual(t, ps[0].ID(), ps[1].ID())
+		a, h := counts(t, e)
+		require.Equal(t, [2]int64{1, 2}, [2]int64{a, h})
+
+		none, err := e.TryAcquireN(ctx, 2)
+		require.NoError(t, err)
+		require.Nil(t, none, "all or none: one is not two")
+		a, h = counts(t, e)
+		require.Equal(t, [2]int64{1, 2}, [2]int64{a, h}, "nothing taken")
+
+		got := make(chan []*semaphore.Permit, 1)
+		go func() {
+			ps, err := e.AcquireN(ctx, 3)
+			assert.NoError(t, err)
+			got <- ps
+		}()
+		require.NoError(t, ps[0].Release(ctx))
+		require.NoError(t, e.Release(ctx, ps[1].ID()))
+		three := <-got
+		require.Len(t, three, 3)
+		a, h = counts(t, e)
+		require.Equal(t, [2]int64{0, 3}, [2]int64{a, h})
+		for _, p := range three {
+			require.NoError(t, p.Release(ctx))
+		}
+
+		for _, n := range []int{0, -1, semaphore.MaxPermitsPerCall + 1} {
+			_, err := e.TryAcquireN(ctx, n)
+			require.ErrorIs(t, err, rlock.ErrInvalidArgument, n)
+			_, err = e.AcquireN(ctx, n)
+			require.ErrorIs(t, err, rlock.ErrInvalidArgument, n)
+		}
+	})
+}
+
+// An AcquireN whose reply is lost is re-sent by go-redis and takes its
+// permits once.
+func TestExpirableAcquireNResentTakesOnce(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		direct := b.NewClient(t)
+		redistest.LoadScripts(t, direct)
+		proxy, via := b.NewProxiedClient(t)
+		e := newExp(t, clientOn(t, via), redistest.Name(t))
+		_, err := e.TrySetPermits(ctx, 5)
+		require.NoError(t, err)
+		proxy.DropNextReply("evalsha")
+		ps, err := e.AcquireN(ctx, 3)
+		require.NoError(t, err)
+		require.Len(t, ps, 3)
+		require.Equal(t, 1, proxy.Dropped())
+		a, h := counts(t, e)
+		require.Equal(t, [2]int64{2, 3}, [2]int64{a, h}, "taken once")
 	})
 }

@@ -31,6 +31,8 @@ type Semaphore struct {
 	name    string
 	channel string
 	ops     string
+	waiters string // the registry of waiting clients (see sem_common.lua)
+	desig   string // this client's designation message
 	poll    time.Duration
 }
 
@@ -81,6 +83,8 @@ func New(client *rlock.Client, name string, opts ...Option) (*Semaphore, error) 
 		name:    name,
 		channel: base.DerivedKey(ChannelPrefix, name),
 		ops:     suffixed(name, "rlock_ops"),
+		waiters: base.SemaphoreWaiters(name),
+		desig:   c.CountingDesignation(),
 		poll:    cfg.poll,
 	}, nil
 }
@@ -88,16 +92,11 @@ func New(client *rlock.Client, name string, opts ...Option) (*Semaphore, error) 
 // ChannelPrefix is the prefix of a semaphore's channel, as Redisson names
 // it: "redisson_sc:{name}", or "redisson_sc:name" for a name with a hash
 // tag.
-const ChannelPrefix = "redisson_sc"
+const ChannelPrefix = base.SemaphoreChannelPrefix
 
 // suffixed is Redisson's suffixName: "{name}:s", or "name:s" for a name
 // with a hash tag; either way in name's hash slot.
-func suffixed(name, s string) string {
-	if strings.Contains(name, "{") {
-		return name + ":" + s
-	}
-	return "{" + name + "}:" + s
-}
+func suffixed(name, s string) string { return base.Suffixed(name, s) }
 
 // Name returns the semaphore's name, the key of its counter.
 func (s *Semaphore) Name() string { return s.name }
@@ -131,14 +130,21 @@ func (s *Semaphore) Acquire(ctx context.Context, n int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if ok, _, err := s.attempt(ctx, n); err != nil || ok {
+	if ok, _, err := s.attempt(ctx, n, waiting{register: true}); err != nil || ok {
 		return err
 	}
-	w, joined := s.c.Hub().JoinCounting(s.channel)
+	w, joined := s.c.Hub().JoinCounting(s.channel, s.passOn)
 	if !joined {
+		s.leave()
 		return rlock.ErrClosed
 	}
-	defer w.Leave()
+	granted := false
+	defer func() {
+		if !granted && w.Alone() {
+			s.leave() // its last waiter gives up: no release should designate this client
+		}
+		w.Leave()
+	}()
 	timer := time.NewTimer(s.poll)
 	defer timer.Stop()
 	for {
@@ -150,11 +156,12 @@ func (s *Semaphore) Acquire(ctx context.Context, n int) error {
 		case <-w.C:
 		case <-timer.C:
 		}
-		ok, left, err := s.attempt(ctx, n)
+		ok, left, err := s.attempt(ctx, n, waiting{register: true, last: w.Alone()})
 		if err != nil {
 			return err
 		}
 		if ok {
+			granted = true
 			if left > 0 {
 				w.WakeNext() // more permits for the next waiter of this client
 			}
@@ -184,7 +191,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	ok, _, err := s.attempt(ctx, n)
+	ok, _, err := s.attempt(ctx, n, waiting{})
 	return ok && err == nil, err
 }
 
@@ -196,10 +203,17 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int) (bool, error) {
 // have taken are given back and no later copy of it can take any. A grant
 // whose ctx ended meanwhile is given back the same way. It returns
 // whether the permits are held, and how many are left when they are.
-func (s *Semaphore) attempt(ctx context.Context, n int) (bool, int64, error) {
+func (s *Semaphore) attempt(ctx context.Context, n int, wt waiting) (bool, int64, error) {
 	id := s.c.RequestID()
-	res, err := s.c.Run(detached(ctx), lua.SemAcquire, []string{s.name, s.ops},
-		n, id, s.c.ReplayWindow()).Int64Slice()
+	desig, last := "", "0"
+	if wt.register {
+		desig = s.desig
+	}
+	if wt.last {
+		last = "1"
+	}
+	res, err := s.c.Run(detached(ctx), lua.SemAcquire, []string{s.name, s.ops, s.waiters},
+		n, id, s.c.ReplayWindow(), desig, (s.poll + registrationGrace).Milliseconds(), last).Int64Slice()
 	if err == nil && len(res) != 3 {
 		err = fmt.Errorf("%w: acquire replied %v", rlock.ErrUnexpectedReply, res)
 	}
@@ -224,13 +238,48 @@ func (s *Semaphore) attempt(ctx context.Context, n int) (bool, int64, error) {
 	return true, res[1], nil
 }
 
+// waiting says how an acquire attempt registers its client with the
+// semaphore's registry of waiting clients, which releases designate (see
+// sem_common.lua): register for a call that waits when refused; last when
+// the call is its client's only waiter, so that a grant takes the client
+// off.
+type waiting struct{ register, last bool }
+
+// leave takes this client off the registry of waiting clients, in the
+// background (Close waits for it): its last waiter gave up. A failure is
+// left to the registration's own lapse (the poll plus registrationGrace).
+func (s *Semaphore) leave() {
+	s.c.Background(func() {
+		ctx, cancel := context.WithTimeout(s.c.Life(), 5*time.Second)
+		defer cancel()
+		_ = s.c.Run(ctx, lua.SemLeave, []string{s.waiters}, s.desig).Err()
+	})
+}
+
+// passOn publishes the count again without designations, in the
+// background: this client's hub was designated by a release but had no
+// waiter left to wake (see waiters.Hub.JoinCounting). A failure leaves the
+// other clients' waiters to their polls.
+func (s *Semaphore) passOn() {
+	s.c.Background(func() {
+		ctx, cancel := context.WithTimeout(s.c.Life(), 5*time.Second)
+		defer cancel()
+		_ = s.c.Run(ctx, lua.SemPass, []string{s.name, s.channel}, s.c.PublishArg(ctx)).Err()
+	})
+}
+
+// registrationGrace is added to the poll in a registration's life: the
+// time a waiting call may take beyond its next due attempt before its
+// client counts as gone.
+const registrationGrace = 2 * time.Second
+
 // cancel gives back the permits of acquire operation id if it took them,
 // and makes sure no copy of it takes any later.
 func (s *Semaphore) cancel(ctx context.Context, id string, n int) error {
 	pub := s.c.PublishArg(detached(ctx))
 	var err error
 	for range 3 {
-		err = s.c.Run(detached(ctx), lua.SemCancel, []string{s.name, s.channel, s.ops},
+		err = s.c.Run(detached(ctx), lua.SemCancel, []string{s.name, s.channel, s.ops, s.waiters},
 			n, id, s.c.ReplayWindow(), pub).Err()
 		if err == nil || isReply(err) {
 			return err
@@ -282,7 +331,7 @@ func (s *Semaphore) write(ctx context.Context, what string, script *redis.Script
 	pub := s.c.PublishArg(detached(ctx))
 	var cmd *redis.Cmd
 	for range 3 {
-		cmd = s.c.Run(detached(ctx), script, []string{s.name, s.channel, s.ops}, n, id, s.c.ReplayWindow(), pub)
+		cmd = s.c.Run(detached(ctx), script, []string{s.name, s.channel, s.ops, s.waiters}, n, id, s.c.ReplayWindow(), pub)
 		if err := cmd.Err(); err == nil {
 			return cmd, nil
 		} else if isReply(err) {

@@ -116,11 +116,18 @@ two fields, one writer updates both fields one after the other. Without a
 lock some reads see a half-written price; with the read-write lock (read
 lock to read, write lock to write) none does (--price-cache=0 skips it).
 
+Then a partner API that allows --partner-limit (5) concurrent calls: every
+service counts down a count-down latch and waits on it (the start line),
+then every worker makes --partner-api calls. Without a limit the peak of
+calls in flight is every worker; through one semaphore of 5 permits it
+never passes 5 (--partner-api=0 skips it).
+
 Runs on an embedded Redis (miniredis; TTLs follow the real clock) unless
 --redis or --cluster is given. Its keys start with "rlock-demo:" and are
 deleted after each run.
 
-Exit status: 0 ok, 1 a locked run oversold, saw a torn price or failed,
+Exit status: 0 ok, 1 a locked run oversold, saw a torn price, went over the
+partner's limit or failed,
 2 bad usage, 3 Redis unreachable, 4 Redis refused the connection (password,
 database).
 
@@ -135,6 +142,8 @@ func demo(ctx context.Context, args []string, e env) error {
 		locks   string
 		redlock string
 		cache   int
+		partner int
+		limit   int
 	)
 	names := make([]string, len(lockKinds))
 	for i, k := range lockKinds {
@@ -150,6 +159,8 @@ func demo(ctx context.Context, args []string, e env) error {
 	fs.DurationVar(&cfg.work, "work", 2*time.Millisecond, "time an order takes between reading and writing the stock")
 	fs.DurationVar(&cfg.timeout, "timeout", time.Minute, "give up a run after this long")
 	fs.IntVar(&cache, "price-cache", 20, "updates in the read-heavy price-cache run (a read-write lock: every worker reads, one writer updates); 0 skips it")
+	fs.IntVar(&partner, "partner-api", 4, "calls per worker in the partner-API run (a semaphore limits the calls in flight; a count-down latch is the services' start line); 0 skips it")
+	fs.IntVar(&limit, "partner-limit", 5, "concurrent calls the partner API allows: the semaphore's permits")
 	cfg.progress = progressAuto
 	fs.Var(&cfg.progress, "progress", "--progress=MODE: progress on stderr, MODE one of auto (a bar on a terminal, a line per run otherwise), bar, plain, off; --progress alone means bar (default auto)")
 	pos, err := parse(fs, args)
@@ -175,6 +186,10 @@ func demo(ctx context.Context, args []string, e env) error {
 		return usageError("--work must not be negative and --timeout must be positive")
 	case cache < 0 || cache > 100_000:
 		return usageError("--price-cache must be 0..100000")
+	case partner < 0 || partner > 100_000:
+		return usageError("--partner-api must be 0..100000")
+	case limit < 1 || limit > 10_000:
+		return usageError("--partner-limit must be 1..10000")
 	}
 	kinds, err := selectKinds(locks)
 	if err != nil {
@@ -279,7 +294,12 @@ func demo(ctx context.Context, args []string, e env) error {
 		fmt.Fprintln(e.stdout, "\nWith a lock, nothing was oversold.")
 	}
 	if cache > 0 {
-		return runPriceCache(ctx, tgt, cfg, cache, e)
+		if err := runPriceCache(ctx, tgt, cfg, cache, e); err != nil {
+			return err
+		}
+	}
+	if partner > 0 {
+		return runPartnerAPI(ctx, tgt, cfg, partner, limit, e)
 	}
 	return nil
 }

@@ -35,6 +35,14 @@ A NAME with no key and no waiter is shown as "no such lock" ("exists": false
 in JSON): a released lock leaves no key unless it has a token counter, so it
 is free if the name is right.
 
+A semaphore's or count-down latch's count (a string key holding an integer)
+is shown as such: a semaphore's available permits, and for a semaphore
+whose permits have owners and leases ({NAME}:timeout) each held permit's ID
+(32 hex characters) with its expiry, or "no lease" for Redisson's
+never-expires score; a latch's count. A bare count cannot always be told
+from the other: then it says "a semaphore's available permits or a
+count-down latch's count". In JSON it is the "count" object.
+
 A key that does not have a lock's shape (owner fields "<clientID>:<ownerID>"
 with hold counts, a read-write lock's mode and writer fields, and a TTL,
 which every rlock and Redisson lock has) is refused as "not a lock".
@@ -135,6 +143,9 @@ const timeFormat = "2006-01-02 15:04:05.000 MST"
 
 // writeText prints r for people.
 func writeText(w io.Writer, r *inspect.Report, fair bool) error {
+	if r.Count != nil {
+		return writeCount(w, r)
+	}
 	var b strings.Builder
 	row := func(k, format string, a ...any) { fmt.Fprintf(&b, "%-12s %s\n", k, fmt.Sprintf(format, a...)) }
 	row("lock", "%s", r.Name)
@@ -192,6 +203,55 @@ func writeText(w io.Writer, r *inspect.Report, fair bool) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeCount prints a semaphore's or count-down latch's count for people.
+func writeCount(w io.Writer, r *inspect.Report) error {
+	var b strings.Builder
+	c := r.Count
+	row := func(k, format string, a ...any) { fmt.Fprintf(&b, "%-12s %s\n", k, fmt.Sprintf(format, a...)) }
+	row("name", "%s", r.Name)
+	row("at", "%s", r.Time.Format(timeFormat))
+	row("kind", "%s (not a lock)", c.Kind)
+	switch {
+	case c.Missing:
+		row("count", "0 available permits (no counter key; held permits below)")
+	case c.Kind == inspect.CountLatch:
+		row("count", "%d (the latch opens at 0)", c.Value)
+	case c.Kind == inspect.CountUnknown:
+		row("count", "%d: a semaphore's available permits or a count-down latch's count", c.Value)
+	default:
+		row("count", "%s available", plural(c.Value, "permit"))
+	}
+	if c.Expires {
+		row("ttl", "%s", roundDur(c.TTL))
+	}
+	if c.Kind == inspect.CountExpirable {
+		row("held", "%s in %s, first to expire first", plural(int64(len(c.Permits)), "permit"), c.Timeout)
+		for i, p := range c.Permits {
+			fmt.Fprintf(&b, "  %2d. %s\n      %s\n", i+1, p.ID, permitLease(p, r.Time))
+		}
+	}
+	if c.Kind != inspect.CountLatch {
+		row("subscribers", "%s on %s", plural(c.SemaphoreSubscribers, "client"), c.SemaphoreChannel)
+	}
+	if c.Kind != inspect.CountSemaphore && c.Kind != inspect.CountExpirable {
+		row("subscribers", "%s on %s", plural(c.LatchSubscribers, "client"), c.LatchChannel)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// permitLease describes a held permit's lease.
+func permitLease(p inspect.Permit, now time.Time) string {
+	switch {
+	case p.NoLease:
+		return "no lease (Redisson's never-expires score): held until released"
+	case p.Overdue(now):
+		return "expired " + p.Expiry.Format(timeFormat) + " (returned to the pool by the next call)"
+	}
+	return "expires " + p.Expiry.Format(timeFormat) + " (in " + roundDur(p.Expiry.Sub(now)) +
+		"; a permit taken without a lease is pushed back by its holder's watchdog)"
 }
 
 // exists reports whether r saw any trace of the lock: a key (the lock
@@ -273,6 +333,51 @@ type jsonReport struct {
 	Queue       []jsonWaiter `json:"queue"`
 	// A read-write lock's waiting writers; absent for other locks.
 	WaitingWriters *[]jsonWaitingWriter `json:"waiting_writers,omitempty"`
+	// A semaphore's or count-down latch's count; absent for a lock (the
+	// lock fields are then zero).
+	Count *jsonCount `json:"count,omitempty"`
+}
+
+type jsonCount struct {
+	// Kind: "semaphore", "expirable semaphore", "count-down latch" or
+	// "semaphore or count-down latch" (nothing tells them apart).
+	Kind      string `json:"kind"`
+	Value     int64  `json:"value"`
+	Missing   bool   `json:"missing"` // no counter key (an expirable semaphore's permits only)
+	TTLMillis *int64 `json:"ttl_ms"`  // null without expiry
+	// An expirable semaphore's held permits, first to expire first.
+	Permits              []jsonPermit `json:"permits"`
+	SemaphoreChannel     string       `json:"semaphore_channel"`
+	SemaphoreSubscribers int64        `json:"semaphore_subscribers"`
+	LatchChannel         string       `json:"latch_channel"`
+	LatchSubscribers     int64        `json:"latch_subscribers"`
+}
+
+type jsonPermit struct {
+	ID       string     `json:"id"`
+	Expiry   *time.Time `json:"expiry"` // null: no lease (Redisson's never-expires score)
+	InMillis *int64     `json:"in_ms"`  // expiry - time; negative when overdue
+	NoLease  bool       `json:"no_lease"`
+}
+
+func countJSON(r *inspect.Report) *jsonCount {
+	c := r.Count
+	j := &jsonCount{Kind: c.Kind.String(), Value: c.Value, Missing: c.Missing, Permits: []jsonPermit{},
+		SemaphoreChannel: c.SemaphoreChannel, SemaphoreSubscribers: c.SemaphoreSubscribers,
+		LatchChannel: c.LatchChannel, LatchSubscribers: c.LatchSubscribers}
+	if c.Expires {
+		ms := c.TTL.Milliseconds()
+		j.TTLMillis = &ms
+	}
+	for _, p := range c.Permits {
+		jp := jsonPermit{ID: p.ID, NoLease: p.NoLease}
+		if !p.NoLease {
+			exp, in := p.Expiry, p.Expiry.Sub(r.Time).Milliseconds()
+			jp.Expiry, jp.InMillis = &exp, &in
+		}
+		j.Permits = append(j.Permits, jp)
+	}
+	return j
 }
 
 type jsonWaitingWriter struct {
@@ -302,6 +407,10 @@ type jsonWaiter struct {
 }
 
 func toJSON(r *inspect.Report) jsonReport {
+	if r.Count != nil {
+		return jsonReport{Name: r.Name, Time: r.Time, Exists: true, Holders: []jsonHolder{}, Queue: []jsonWaiter{},
+			Count: countJSON(r)}
+	}
 	j := jsonReport{
 		Name: r.Name, Time: r.Time, Exists: exists(r), Locked: r.Locked, Mode: r.Mode, Channel: r.Channel, Subscribers: r.Subscribers,
 		Holders: []jsonHolder{}, Queue: []jsonWaiter{},

@@ -25,7 +25,9 @@ holder is known to be dead and whose lease would not run out soon enough
 
 It shows the holder and asks "Force-unlock NAME held by ...? [y/N]" on the
 terminal unless --yes is given; without a terminal on stdin it needs --yes.
-It never deletes a key that is not a lock: a hash whose fields are not
+It never deletes a semaphore's or count-down latch's count: it names the
+API that resets one (semaphore.TrySetPermits, AddPermits, DrainPermits;
+latch.Delete, TrySetCount). It never deletes a key that is not a lock: a hash whose fields are not
 owner fields with hold counts (see inspect), or that has no TTL (every
 rlock and Redisson lock has one), is refused as "not a lock". Flags may
 come before or after NAME.
@@ -56,6 +58,9 @@ func unlockCmd(ctx context.Context, args []string, e env) error {
 	r, err := inspect.Read(ctx, rdb, name, time.Now())
 	if err != nil {
 		return err
+	}
+	if r.Count != nil {
+		return refuseCount(r)
 	}
 	if !locked(r, e) {
 		return nil
@@ -91,6 +96,18 @@ func parseUnlock(args []string, e env) (name string, conn connFlags, yes bool, e
 		return "", conn, false, usageError("refusing to force-unlock %q without confirmation: stdin is not a terminal; add --yes", name)
 	}
 	return name, conn, yes, nil
+}
+
+// refuseCount is unlock's answer for a semaphore's or count-down latch's
+// count: never deleted here, since deleting it loses permits or releases a
+// latch's waiters; it names the documented ways to reset it.
+func refuseCount(r *inspect.Report) error {
+	c := r.Count
+	return fmt.Errorf("%w: key %q holds a count of %d (%s); unlock --force never deletes it. "+
+		"Reset a semaphore with semaphore.TrySetPermits, AddPermits or DrainPermits (Redisson: trySetPermits, addPermits, drainPermits), "+
+		"release an expirable semaphore's permit with Expirable.Release(id); "+
+		"reset a count-down latch with latch.Delete (which releases its waiters) and TrySetCount",
+		inspect.ErrNotALock, r.Name, c.Value, c.Kind)
 }
 
 // locked reports whether r is held, and says so when it is not.

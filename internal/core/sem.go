@@ -46,3 +46,11 @@ func (c *Client) Logger() *slog.Logger { return c.logger() }
 
 // Life returns a context cancelled when the client closes.
 func (c *Client) Life() context.Context { return c.life }
+
+// CountingDesignation returns this client's designation on a semaphore's
+// channel (see waiters.CountingDesignation).
+func (c *Client) CountingDesignation() string { return waiters.CountingDesignation(c.tag) }
+
+// Background runs f in a goroutine that Close waits for, and reports false
+// (running nothing) once the client is closing.
+func (c *Client) Background(f func()) bool { return c.goBackground(f) }

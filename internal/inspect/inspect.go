@@ -1,7 +1,8 @@
 // Package inspect reads the Redis state of one lock for the rlock command:
 // who holds it and how often, its remaining TTL, its fencing token, the fair
 // lock's queue of waiters with their deadlines, and how many clients are
-// subscribed to its channels.
+// subscribed to its channels. It also reads a semaphore's or count-down
+// latch's count (Report.Count), with an expirable semaphore's held permits.
 //
 // It reads any lock name, whatever kind of lock (reentrant or fair, from
 // rlock or Redisson) it belongs to, using the key layout of package rlock.
@@ -14,6 +15,7 @@ package inspect
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"maps"
@@ -74,7 +76,88 @@ type Report struct {
 	Subscribers int64
 	// Keys are the Redis keys Read looked at, for the operator's reference.
 	Keys Keys
+	// Count is set when name is not a lock but a count: a string key
+	// holding an integer (a semaphore's available permits or a count-down
+	// latch's count), or an expirable semaphore's timeout set without a
+	// counter. The lock fields above are then zero, except Name, Time and
+	// Keys. A count is never deleted by the rlock tool.
+	Count *Count
 }
+
+// CountKind is what a count belongs to, as far as its surroundings tell.
+type CountKind int
+
+const (
+	// CountUnknown: a semaphore's available permits or a count-down
+	// latch's count; both are a bare integer under the name, and nothing
+	// around it tells them apart.
+	CountUnknown CountKind = iota
+	// CountSemaphore: a counting semaphore (rlock's operation record
+	// "{name}:rlock_ops" exists, or only the semaphore channel has
+	// subscribers).
+	CountSemaphore
+	// CountExpirable: a semaphore whose permits have owners and leases
+	// (its timeout set "{name}:timeout" exists).
+	CountExpirable
+	// CountLatch: a count-down latch (rlock's operation log
+	// "rlock_latch_ops:{name}" exists, or only the latch channel has
+	// subscribers).
+	CountLatch
+)
+
+// String describes k for people.
+func (k CountKind) String() string {
+	switch k {
+	case CountSemaphore:
+		return "semaphore"
+	case CountExpirable:
+		return "expirable semaphore"
+	case CountLatch:
+		return "count-down latch"
+	}
+	return "semaphore or count-down latch"
+}
+
+// Count is a semaphore's or count-down latch's state.
+type Count struct {
+	// Value is the integer under the name: a semaphore's available
+	// permits or a latch's count. Missing reports that the key does not
+	// exist (an expirable semaphore with its timeout set only): Value is 0.
+	Value   int64
+	Missing bool
+	Kind    CountKind
+	// TTL is the key's remaining TTL when Expires (neither rlock nor
+	// Redisson sets one on a semaphore; a latch's count has none either).
+	TTL     time.Duration
+	Expires bool
+	// Permits are an expirable semaphore's held permits, first to expire
+	// first.
+	Permits []Permit
+	// SemaphoreChannel and LatchChannel are the two channels the count
+	// may be published on, and their subscribers (clients waiting).
+	SemaphoreChannel, LatchChannel         string
+	SemaphoreSubscribers, LatchSubscribers int64
+	// Timeout, SemaphoreOps and LatchOps are the keys looked at.
+	Timeout, SemaphoreOps, LatchOps string
+}
+
+// Permit is one held permit of an expirable semaphore.
+type Permit struct {
+	// ID is the permit ID as callers see it: 32 lowercase hex characters
+	// (the set holds the raw 16 bytes). A member of another length is
+	// shown hex-encoded as it is.
+	ID string
+	// Expiry is when the permit returns to the pool unless released or
+	// renewed; NoLease reports Redisson's no-lease score instead (held
+	// until released). A permit rlock took without a lease has an expiry
+	// that its holder's watchdog keeps pushing back.
+	Expiry  time.Time
+	NoLease bool
+}
+
+// Overdue reports whether p's expiry has passed at now: the next script
+// on the semaphore returns it to the pool.
+func (p Permit) Overdue(now time.Time) bool { return !p.NoLease && !p.Expiry.After(now) }
 
 // Keys are the Redis keys of a lock. WriterWait is a read-write lock's
 // writer-wait set.
@@ -164,6 +247,10 @@ func Read(ctx context.Context, rdb redis.UniversalClient, name string, now time.
 	k := KeysOf(name)
 	var (
 		typ   *redis.StatusCmd
+		str   *redis.StringCmd
+		semTO *redis.ZSliceCmd
+		semOp *redis.IntCmd
+		latOp *redis.IntCmd
 		hash  *redis.MapStringStringCmd
 		pttl  *redis.DurationCmd
 		token *redis.StringCmd
@@ -175,6 +262,10 @@ func Read(ctx context.Context, rdb redis.UniversalClient, name string, now time.
 	// command is checked below instead, so a wrong type is named precisely.
 	_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		typ = p.Type(ctx, k.Lock)
+		str = p.Get(ctx, k.Lock)
+		semTO = p.ZRangeWithScores(ctx, base.SemaphoreTimeout(name), 0, -1)
+		semOp = p.Exists(ctx, base.SemaphoreOps(name))
+		latOp = p.Exists(ctx, base.LatchOps(name))
 		hash = p.HGetAll(ctx, k.Lock)
 		pttl = p.PTTL(ctx, k.Lock)
 		token = p.Get(ctx, k.Token)
@@ -190,12 +281,15 @@ func Read(ctx context.Context, rdb redis.UniversalClient, name string, now time.
 		return nil, fmt.Errorf("reading %q: %w", name, err)
 	}
 	switch t := typ.Val(); t {
-	case "hash", "none":
+	case "none":
+		if permits, ok := expirablePermits(semTO); ok && len(permits) > 0 {
+			return readCount(ctx, rdb, name, now, k, nil, pttl, semTO, semOp, latOp)
+		}
+	case "hash":
 	case "string":
-		// A Redisson semaphore's or count-down latch's count (package
-		// latch): never a lock, and never to be deleted as one.
-		return nil, fmt.Errorf("%w: key %q holds a string: it looks like a semaphore's or a count-down latch's count; "+
-			"use the latch's Delete or the semaphore's own API instead", ErrNotALock, name)
+		// A semaphore's or count-down latch's count (packages semaphore
+		// and latch): never a lock, and never to be deleted as one.
+		return readCount(ctx, rdb, name, now, k, str, pttl, semTO, semOp, latOp)
 	default:
 		return nil, fmt.Errorf("%w: key %q holds a %s, not a lock hash", ErrNotALock, name, t)
 	}
@@ -302,6 +396,88 @@ func Read(ctx context.Context, rdb redis.UniversalClient, name string, now time.
 		r.Queue[i].Subscribers = subs[r.Queue[i].Channel]
 	}
 	return r, nil
+}
+
+// expirablePermits returns the permits of an expirable semaphore's
+// timeout set, and false when the key is not a sorted set.
+func expirablePermits(semTO *redis.ZSliceCmd) ([]Permit, bool) {
+	if err := semTO.Err(); err != nil {
+		return nil, false
+	}
+	var ps []Permit
+	for _, z := range semTO.Val() {
+		m, _ := z.Member.(string)
+		p := Permit{ID: hex.EncodeToString([]byte(m))}
+		if z.Score >= base.SemaphoreNoLeaseScore {
+			p.NoLease = true
+		} else {
+			p.Expiry = time.UnixMilli(int64(z.Score))
+		}
+		ps = append(ps, p)
+	}
+	return ps, true
+}
+
+// readCount builds the report of a count: the integer under name (str;
+// nil when the key is missing), an expirable semaphore's permits, and the
+// subscribers of both channels a count may be published on.
+func readCount(ctx context.Context, rdb redis.UniversalClient, name string, now time.Time, k Keys,
+	str *redis.StringCmd, pttl *redis.DurationCmd, semTO *redis.ZSliceCmd, semOp, latOp *redis.IntCmd) (*Report, error) {
+	c := &Count{
+		Missing:          str == nil,
+		SemaphoreChannel: base.SemaphoreChannel(name),
+		LatchChannel:     base.LatchChannel(name),
+		Timeout:          base.SemaphoreTimeout(name),
+		SemaphoreOps:     base.SemaphoreOps(name),
+		LatchOps:         base.LatchOps(name),
+	}
+	if str != nil {
+		v, err := str.Result()
+		if err != nil {
+			return nil, fmt.Errorf("reading %q: %w", name, err)
+		}
+		n, perr := strconv.ParseInt(v, 10, 64)
+		if perr != nil {
+			return nil, fmt.Errorf("%w: key %q holds the string %q, neither a lock nor a semaphore's or count-down latch's count",
+				ErrNotALock, name, truncate(v, 40))
+		}
+		c.Value = n
+		if d := pttl.Val(); d >= 0 && d != -time.Millisecond {
+			c.Expires, c.TTL = true, d
+		}
+	}
+	permits, isSet := expirablePermits(semTO)
+	c.Permits = permits
+	switch {
+	case isSet && semTO.Err() == nil && (len(permits) > 0 || c.Missing):
+		c.Kind = CountExpirable
+	case semOp.Val() > 0 && latOp.Val() == 0:
+		c.Kind = CountSemaphore
+	case latOp.Val() > 0 && semOp.Val() == 0:
+		c.Kind = CountLatch
+	}
+	subs, err := numSub(ctx, rdb, []string{c.SemaphoreChannel, c.LatchChannel})
+	if err != nil {
+		return nil, fmt.Errorf("counting subscribers of %q: %w", name, err)
+	}
+	c.SemaphoreSubscribers, c.LatchSubscribers = subs[c.SemaphoreChannel], subs[c.LatchChannel]
+	if c.Kind == CountUnknown {
+		switch {
+		case c.SemaphoreSubscribers > 0 && c.LatchSubscribers == 0:
+			c.Kind = CountSemaphore
+		case c.LatchSubscribers > 0 && c.SemaphoreSubscribers == 0:
+			c.Kind = CountLatch
+		}
+	}
+	return &Report{Name: name, Time: now, Keys: k, Count: c}, nil
+}
+
+// truncate shortens s to at most n bytes for an error message.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
 
 // readLeases fills in the remaining lease of each reader of read-write

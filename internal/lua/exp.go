@@ -17,8 +17,10 @@ var (
 	ExpRelease = exp("exp_release")
 	ExpUpdate  = exp("exp_update")
 	ExpState   = exp("exp_state")
+	ExpLease   = exp("exp_lease")
+	ExpDrain   = exp("exp_drain")
 )
 
 func expScripts() []*redis.Script {
-	return []*redis.Script{ExpAcquire, ExpRelease, ExpUpdate, ExpState}
+	return []*redis.Script{ExpAcquire, ExpRelease, ExpUpdate, ExpState, ExpLease, ExpDrain}
 }

@@ -210,12 +210,16 @@ func script(src string) *redis.Script {
 	return s
 }
 
-// All lists every script, for preloading (SCRIPT LOAD) on each server.
+// All lists every script (the semaphores' and the latch's included), for
+// preloading (SCRIPT LOAD) on each server. Two entries may share a SHA
+// when their sources differ only in comments (sem_release, sem_add).
 func All() []*redis.Script {
-	return append([]*redis.Script{Lock, Unlock, PassOn, ForceUnlock, Renew,
+	all := []*redis.Script{Lock, Unlock, PassOn, ForceUnlock, Renew,
 		FairLock, FairUnlock, FairForceUnlock, FairLeave, FairQueue,
-		RWReadLock, RWWriteLock, RWUnlockRead, RWUnlockWrite, RWForceUnlock, RWLeave, RWHolds, RWState},
-		append(semScripts(), expScripts()...)...)
+		RWReadLock, RWWriteLock, RWUnlockRead, RWUnlockWrite, RWForceUnlock, RWLeave, RWHolds, RWState}
+	all = append(all, semScripts()...)
+	all = append(all, expScripts()...)
+	return append(all, Latch()...)
 }
 
 // The reentrant and fair locks' fast paths (lock.lua, unlock.lua,

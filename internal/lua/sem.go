@@ -19,9 +19,11 @@ var (
 	SemSet     = sem("sem_set")
 	SemDrain   = sem("sem_drain")
 	SemGet     = sem("sem_get")
+	SemLeave   = sem("sem_leave")
+	SemPass    = sem("sem_pass")
 )
 
 // semScripts lists them for All.
 func semScripts() []*redis.Script {
-	return []*redis.Script{SemAcquire, SemCancel, SemRelease, SemAdd, SemSet, SemDrain, SemGet}
+	return []*redis.Script{SemAcquire, SemCancel, SemRelease, SemAdd, SemSet, SemDrain, SemGet, SemLeave, SemPass}
 }

@@ -253,6 +253,14 @@ type topic struct {
 	registers bool
 	// counting: a semaphore's channel (see JoinCounting).
 	counting bool
+	// semNamed and semMine, by fromClassic and fromShard as heard: the
+	// designations heard since the last count message on a counting
+	// channel (see CountingDesignation), and how many named this client.
+	semNamed [2]bool
+	semMine  [2]int64
+	// semWaste is called, without blocking and under the hub's lock, when
+	// designations of this client go unused (see JoinCounting).
+	semWaste func()
 }
 
 // Waiter is one blocked caller's membership in a channel. Receive from C to
@@ -615,7 +623,7 @@ func (h *Hub) message(channel, payload string, from int) {
 	defer h.mu.Unlock()
 	t := h.topics[channel]
 	if t != nil && t.counting {
-		h.countingLocked(t, payload)
+		h.countingLocked(t, payload, from)
 		return
 	}
 	if first, second, ok := designees(payload); ok {
