@@ -756,6 +756,10 @@ func TestLatchKeysBoundedWithHandlePerOperation(t *testing.T) {
 		require.LessOrEqual(t, len(keys), 1, "%d keys left by %d releases of one lock, among them %q", len(keys), releases, keys[0])
 		records, err := rdb.Get(ctx, base.DerivedKey(base.LatchPrefix, name)).Result()
 		require.NoError(t, err)
-		require.Equal(t, 32, strings.Count(records, "\n"), "the latch keeps the lock's last 32 releases")
+		// At least the lock's last 32 releases; the older ones are cut
+		// back to 31 once longer than 48 records (see set_latch).
+		kept := strings.Count(records, "\n")
+		require.GreaterOrEqual(t, kept, 32, "the latch keeps at least the lock's last 32 releases")
+		require.LessOrEqual(t, kept, 49, "the latch is cut back once longer than 48 records")
 	})
 }

@@ -39,7 +39,7 @@
 -- says whether the lock is free and for how long it is held, the clock is
 -- read only when a deadline is to be set or judged, and a grant reads the
 -- head and the next in line with one LRANGE. A busy queue's grant, join
--- and release thus cost 12, 13 and 8 server commands, each counting its
+-- and release thus cost 12, 12 and 9 server commands, each counting its
 -- EVALSHA (see docs/benchmarks.md, "Fair lock: commands per grant").
 --
 -- The fast path, before the preludes are defined (see lua.preludesHere): a
@@ -82,8 +82,13 @@ end
 -- enqueue puts the owner at the tail with Redisson's cumulative score
 -- (the highest score plus W: the tail's, unless a renewal raised a score
 -- ahead of it higher still), but never below what a renewal would give.
+-- The owner has no place in the queue: both callers know it, one by
+-- LPOS, the other by its missing score (every script, rlock's and
+-- Redisson's, adds and removes a waiter's place and score together), so
+-- no LREM goes first. Should a place without a score turn up all the
+-- same (a score deleted by hand), it is pruned when it reaches the head,
+-- and its owner, woken, finds its place behind.
 local function enqueue(ttl)
-  redis.call('LREM', KEYS[2], 0, me)
   local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
   local base = clock() + math.max(0, ttl)
   if last[2] then

@@ -19,7 +19,7 @@
 -- The fast path, before the preludes are defined (see lua.preludesHere):
 -- the owner's last hold. As in unlock.lua, it records the release in the
 -- latch with SET ... GET, answers a copy of a release that ran from the
--- records it replaced, and otherwise appends them again (the last 32). With nobody in line it returns there; otherwise
+-- records it replaced, and otherwise appends them again (at least the last 32). With nobody in line it returns there; otherwise
 -- waking the first in line follows the preludes. Any other release takes
 -- the slow path, which is handed the field it read.
 local stored = redis.call('HGET', KEYS[1], ARGV[2])
@@ -28,20 +28,31 @@ if stored == '1' and tonumber(ARGV[3]) == 1 then
   head = redis.call('LINDEX', KEYS[2], 0)
 end
 if head ~= nil then -- the last hold; head is false for an empty queue
-  local latched = redis.call('SET', KEYS[4], ARGV[8] and '\n' .. ARGV[8] or '1', 'PX', ARGV[5], 'GET')
+  local record = ARGV[8] and '\n' .. ARGV[8] or '1'
+  local latched = redis.call('SET', KEYS[4], record, 'PX', ARGV[5], 'GET')
   if ARGV[8] and latched then -- ran_by and set_latch, inlined (a record without a request counts only when no hold is left)
-    if string.find(latched .. '\n', '\n' .. ARGV[8] .. '\n', 1, true) then
-      redis.call('SET', KEYS[4], latched, 'PX', ARGV[5])
-      return {1, 0}
+    local at = string.find(latched, record, 1, true)
+    while at do
+      local after = at + #record
+      if after > #latched or string.byte(latched, after) == 10 then
+        redis.call('SET', KEYS[4], latched, 'PX', ARGV[5]) -- a copy of a release that ran
+        return {1, 0}
+      end
+      at = string.find(latched, record, at + 1, true)
     end
-    local cut = 0
-    for _ = 1, 32 do
-      cut = string.find(latched, '\n', cut + 1, true)
-      if not cut then
-        break
+    if #latched > 48 * #record then
+      local cut = 0
+      for _ = 1, 32 do
+        cut = string.find(latched, '\n', cut + 1, true)
+        if not cut then
+          break
+        end
+      end
+      if cut then
+        latched = string.sub(latched, 1, cut - 1)
       end
     end
-    redis.call('APPEND', KEYS[4], cut and string.sub(latched, 1, cut - 1) or latched)
+    redis.call('APPEND', KEYS[4], latched)
   end
   redis.call('DEL', KEYS[1])
   if head == false then

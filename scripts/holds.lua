@@ -52,35 +52,59 @@ end
 
 -- ran_by reports whether latched, the value of a lock's latch (false when
 -- there is none), records that request's last release ran. A latch is one
--- key per lock: the request IDs (unique across clients) of the lock's last
--- 32 last releases, newest first, each after a newline; the key lives the
--- replay window from the newest. So the releases of a lock leave one key
--- of at most 32 records, whoever the owners were (a handle per request is
--- an owner per request). A record is dropped only by the 32nd later last
--- release of the same lock; docs/safety.md says why 32 and what a re-send
--- that comes later still gets. Without request (a caller that passes a
--- latch key of its own per request), any record counts.
+-- key per lock: the request IDs (unique across clients) of the lock's
+-- latest last releases, newest first, each after a newline: at least the
+-- last 32, and about 48 at most (see set_latch); the key lives the replay
+-- window from the newest. So the releases of a lock leave one key of a
+-- bounded size, whoever the owners were (a handle per request is an owner
+-- per request). A record is dropped only by the 32nd later last release
+-- of the same lock, or a later one; docs/safety.md says why 32 and what a
+-- re-send that comes later still gets. Without request (a caller that
+-- passes a latch key of its own per request), any record counts. The
+-- search copies nothing: a match must end where a record ends.
 local function ran_by(latched, request)
-  if request then
-    return latched ~= false and string.find(latched .. '\n', '\n' .. request .. '\n', 1, true) ~= nil
+  if not request then
+    return latched ~= false
   end
-  return latched ~= false
+  if latched == false then
+    return false
+  end
+  local record = '\n' .. request
+  local at = string.find(latched, record, 1, true)
+  while at do
+    local after = at + #record
+    if after > #latched or string.byte(latched, after) == 10 then
+      return true
+    end
+    at = string.find(latched, record, at + 1, true)
+  end
+  return false
 end
 
 -- set_latch records in latch that request's last release ran: the record
--- goes first, the latch's 31 newest others follow, and the latch lives ttl
--- milliseconds (see ran_by).
+-- goes first (SET ... GET reads the older ones in the same command), the
+-- older records follow, and the latch lives ttl milliseconds (see ran_by).
+-- The older records are cut to the 31 newest only once they are longer
+-- than 48 records of this request's length, so that most releases copy
+-- them back whole (APPEND) rather than cut them first: the latch holds
+-- at least the lock's last 32 last releases and about 48 at most.
 local function set_latch(latch, request, ttl)
-  local latched = redis.call('SET', latch, request and '\n' .. request or '1', 'PX', ttl, 'GET')
+  local record = request and '\n' .. request or '1'
+  local latched = redis.call('SET', latch, record, 'PX', ttl, 'GET')
   if request and latched then
-    local cut = 0
-    for _ = 1, 32 do
-      cut = string.find(latched, '\n', cut + 1, true)
-      if not cut then
-        break
+    if #latched > 48 * #record then
+      local cut = 0
+      for _ = 1, 32 do
+        cut = string.find(latched, '\n', cut + 1, true)
+        if not cut then
+          break
+        end
+      end
+      if cut then
+        latched = string.sub(latched, 1, cut - 1)
       end
     end
-    redis.call('APPEND', latch, cut and string.sub(latched, 1, cut - 1) or latched)
+    redis.call('APPEND', latch, latched)
   end
 end
 

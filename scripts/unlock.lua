@@ -21,8 +21,8 @@
 --          {-1, 0}     not held by this owner; nothing changed
 --
 -- Replays are answered without a second effect: the last release records
--- its request in the lock's short-lived latch (the lock's last 32 last
--- releases, see ran_by), and a decrement that already ran shows as a
+-- its request in the lock's short-lived latch (at least the lock's last 32
+-- last releases, see ran_by), and a decrement that already ran shows as a
 -- stored count one below the client's count.
 --
 -- The fast path, before the preludes are defined (see lua.preludesHere):
@@ -31,8 +31,8 @@
 -- command where GET then SET would be two): records naming this very
 -- request mean the release ran already and this is a late copy, which
 -- puts the records back and changes nothing more; otherwise the older
--- records are appended again, the oldest beyond 32 left out (see
--- set_latch); a record without a request ID counts only once no hold is
+-- records are appended again, cut to the 31 newest only once they are
+-- long (see set_latch); a record without a request ID counts only once no hold is
 -- left (see release). With no rlock client registered as waiting (nobody
 -- to designate) it returns there; otherwise the designation follows the
 -- preludes. Any other release takes the slow path, which is handed the
@@ -41,20 +41,31 @@ local stored = redis.call('HGET', KEYS[1], ARGV[2])
 local registered = KEYS[4] ~= nil and (tonumber(ARGV[8]) or 0) > 0 and redis.call('EXISTS', KEYS[4]) == 1
 local last = stored == '1' and tonumber(ARGV[3]) == 1
 if last then
-  local latched = redis.call('SET', KEYS[3], ARGV[7] and '\n' .. ARGV[7] or '1', 'PX', ARGV[5], 'GET')
+  local record = ARGV[7] and '\n' .. ARGV[7] or '1'
+  local latched = redis.call('SET', KEYS[3], record, 'PX', ARGV[5], 'GET')
   if ARGV[7] and latched then -- ran_by and set_latch, inlined (a record without a request counts only when no hold is left)
-    if string.find(latched .. '\n', '\n' .. ARGV[7] .. '\n', 1, true) then
-      redis.call('SET', KEYS[3], latched, 'PX', ARGV[5])
-      return {1, 0}
+    local at = string.find(latched, record, 1, true)
+    while at do
+      local after = at + #record
+      if after > #latched or string.byte(latched, after) == 10 then
+        redis.call('SET', KEYS[3], latched, 'PX', ARGV[5]) -- a copy of a release that ran
+        return {1, 0}
+      end
+      at = string.find(latched, record, at + 1, true)
     end
-    local cut = 0
-    for _ = 1, 32 do
-      cut = string.find(latched, '\n', cut + 1, true)
-      if not cut then
-        break
+    if #latched > 48 * #record then
+      local cut = 0
+      for _ = 1, 32 do
+        cut = string.find(latched, '\n', cut + 1, true)
+        if not cut then
+          break
+        end
+      end
+      if cut then
+        latched = string.sub(latched, 1, cut - 1)
       end
     end
-    redis.call('APPEND', KEYS[3], cut and string.sub(latched, 1, cut - 1) or latched)
+    redis.call('APPEND', KEYS[3], latched)
   end
   redis.call('DEL', KEYS[1])
   if not registered then

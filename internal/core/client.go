@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -47,6 +48,7 @@ type Client struct {
 	sendsOnce   bool          // go-redis sends a command once: a failure before the write proves it did not run
 	handles     atomic.Uint64 // default owner IDs
 	requests    atomic.Uint64 // request IDs
+	reqPrefix   string        // the request IDs' prefix (see requestPrefix)
 
 	log *slog.Logger
 	ev  events // the hooks of Config.Hooks
@@ -122,6 +124,7 @@ func NewClient(rdb base.Redis, cfg Config) (*Client, error) {
 		rdb:         rdb,
 		pipeliner:   pipeliner,
 		id:          cfg.ID,
+		reqPrefix:   requestPrefix(cfg.ID),
 		tag:         waiters.Tag(cfg.ID),
 		hub:         hub,
 		wd:          wd,
@@ -726,8 +729,30 @@ func sendsOnce(rdb base.Redis) bool {
 	return ok && plain && sends == 1
 }
 
+// requestID returns a new request ID, unique across clients: the client's
+// request prefix (see requestPrefix) and a counter.
 func (c *Client) requestID() string {
-	return c.id + ":" + strconv.FormatUint(c.requests.Add(1), 36)
+	return c.reqPrefix + ":" + strconv.FormatUint(c.requests.Add(1), 36)
+}
+
+// requestPrefix returns the prefix of the request IDs of a client called
+// id, as unique across clients as the IDs themselves and shorter: a UUID
+// (the default ID) is written as "~" and its 16 bytes in unpadded
+// base64url, 23 characters instead of 36. Request IDs are recorded in the
+// locks' replay latches, which every last release reads and writes back,
+// and in the synchronizers' operation logs, so each character saved is
+// saved on every release. Any other ID is kept, with a "~" in front when
+// it starts with one: then no two IDs give one prefix (base64url has no
+// "~", so a UUID's prefix never starts with "~~", and no other ID's
+// prefix is a "~" and 22 base64url characters).
+func requestPrefix(id string) string {
+	if u, err := uuid.Parse(id); err == nil && u.String() == id {
+		return "~" + base64.RawURLEncoding.EncodeToString(u[:])
+	}
+	if strings.HasPrefix(id, "~") {
+		return "~" + id
+	}
+	return id
 }
 
 // detached returns ctx without its cancellation, for a script call whose
