@@ -644,12 +644,15 @@ func (h *Hub) message(channel, payload string, from int) {
 		}
 		return
 	}
-	if payload == "1" { // read-lock release: every waiter may proceed
+	if payload == "1" && !heard.mine() { // read-lock release: every waiter may proceed
 		for _, w := range t.waiters {
 			w.signal()
 		}
 		return
 	}
+	// An unlock message, or a "1" that designates this client (a
+	// read-write lock's write release naming the clients with waiting
+	// writers): one waiter, a preferred one (a writer) first.
 	w := t.wakeFirst(nil)
 	if w == nil {
 		w = t.wakeOne(nil)
