@@ -32,12 +32,13 @@
 -- nothing here. Replays: see unlock.lua.
 --
 -- The fast path, before the preludes are defined: the owner's last hold
--- of a lock that has no other field than its mode and no until key, with
--- no rlock client registered as waiting. It records the release in the
--- latch as unlock.lua's fast path does (a late copy of a release that
--- ran puts the records back and changes nothing more), deletes the lock
--- and publishes. Any other release takes the slow path, whose release()
--- reads the latch itself, untouched.
+-- of a lock that has no other field than its mode and no until key. It
+-- records the release in the latch as unlock.lua's fast path does (a late
+-- copy of a release that ran puts the records back and changes nothing
+-- more), deletes the lock and, with no rlock client registered as
+-- waiting, publishes; otherwise the wake-up follows the preludes
+-- (wake_rw). Any other release takes the slow path, whose release() reads
+-- the latch itself, untouched.
 local all = redis.call('HGETALL', KEYS[1])
 local last = #all == 4 and tonumber(ARGV[3]) == 1
 if last then
@@ -47,7 +48,15 @@ if last then
     end
   end
 end
-if last and redis.call('EXISTS', KEYS[4], KEYS[5], KEYS[6]) == 0 then
+-- One EXISTS tells the three keys apart (a key named n times counts n
+-- times): found is 4 with the until key, + 2 with the readers' registry,
+-- + 1 with the writers'.
+local found = last and redis.call('EXISTS', KEYS[4], KEYS[4], KEYS[4], KEYS[4], KEYS[6], KEYS[6], KEYS[5]) or 0
+if found >= 4 then
+  last = false -- an until key: the slow path
+end
+local registered = found > 0
+if last then
   local latched = redis.call('SET', KEYS[3], ARGV[7] and '\n' .. ARGV[7] or '1', 'PX', ARGV[5], 'GET')
   if ARGV[7] and latched then -- ran_by and set_latch, inlined
     if string.find(latched .. '\n', '\n' .. ARGV[7] .. '\n', 1, true) then
@@ -64,17 +73,26 @@ if last and redis.call('EXISTS', KEYS[4], KEYS[5], KEYS[6]) == 0 then
     redis.call('APPEND', KEYS[3], cut and string.sub(latched, 1, cut - 1) or latched)
   end
   redis.call('DEL', KEYS[1])
-  if ARGV[6] ~= 's' then
-    redis.call('PUBLISH', KEYS[2], ARGV[4])
+  if not registered then
+    if ARGV[6] ~= 's' then
+      redis.call('PUBLISH', KEYS[2], ARGV[4])
+    end
+    if ARGV[6] == 's' or ARGV[6] == 'cs' then
+      redis.call('SPUBLISH', KEYS[2], ARGV[4])
+    end
+    return 1 -- {1, 0}
   end
-  if ARGV[6] == 's' or ARGV[6] == 'cs' then
-    redis.call('SPUBLISH', KEYS[2], ARGV[4])
-  end
-  return 1 -- {1, 0}
 end
 --@preludes
 
-
+if last then -- released and latched above; rlock clients wait: designate
+  if found >= 2 then -- the readers' registry: see wake_rw
+    wake_rw(KEYS[5], KEYS[6], KEYS[2], ARGV[4], ARGV[6], ARGV[8])
+  else -- only the writers' registry
+    designate(KEYS[5], KEYS[2], ARGV[4], ARGV[6], ARGV[8], nil, true)
+  end
+  return {1, 0}
+end
 local hash, field = KEYS[1], ARGV[2]
 
 lapse_writer(hash)

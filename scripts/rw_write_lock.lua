@@ -53,21 +53,64 @@
 -- last write release designates a client with a waiting writer (see
 -- rw_unlock_write.lua).
 --
--- The fast path: a free lock (no hash, no waiting writer, no until key
--- left) taken by a new owner whose client has no other call waiting for
--- it, before the preludes are defined: the free branch below, inlined.
-if ARGV[9] ~= '1' and tonumber(ARGV[3]) == 0 and redis.call('EXISTS', KEYS[1], KEYS[3], KEYS[4]) == 0 then
-  redis.call('HSET', KEYS[1], 'mode', 'write', ARGV[2], 1)
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  if ARGV[8] and ARGV[8] ~= '' and ARGV[9] ~= '-' then
-    redis.call('ZREM', KEYS[5], ARGV[8])
+-- The fast path, before the preludes are defined, for a new owner: a
+-- free lock (no hash, no waiting writer, no until key left) is taken at
+-- once (the free branch below, inlined), unless the call waits behind its
+-- client's writers; and a lock held by another writer alone (no readers,
+-- no until key, no waiting writer: its lease is the hash's TTL) refuses
+-- with its PTTL. What registers the client follows the preludes.
+local fast_grant, fast_wait -- decided here, registered after the preludes
+if tonumber(ARGV[3]) == 0 then
+  if redis.call('EXISTS', KEYS[1], KEYS[3], KEYS[4]) == 0 then
+    if ARGV[11] == '1' then
+      fast_wait = -1 -- free: left to the writer its client's designation wakes
+    else
+      redis.call('HSET', KEYS[1], 'mode', 'write', ARGV[2], 1)
+      redis.call('PEXPIRE', KEYS[1], ARGV[1])
+      fast_grant = {1, 1, 0}
+      if ARGV[4] == '1' then
+        fast_grant[3] = redis.call('INCR', KEYS[2])
+      end
+      if ARGV[9] ~= '1' then -- nothing to register but a ZREM
+        if ARGV[8] and ARGV[8] ~= '' and ARGV[9] ~= '-' then
+          redis.call('ZREM', KEYS[5], ARGV[8])
+        end
+        if fast_grant[3] == 0 then
+          return 1 -- {1, 1, 0}: a bare integer costs Redis less than a table
+        end
+        return fast_grant
+      end
+    end
+  else
+    local all = redis.call('HGETALL', KEYS[1])
+    if #all == 4 then
+      local mode, wfield
+      for i = 1, 3, 2 do
+        if all[i] == 'mode' then
+          mode = all[i + 1]
+        elseif string.sub(all[i], -6) == ':write' and all[i] ~= ARGV[2] then
+          wfield = all[i]
+        end
+      end
+      local prefix = string.find(KEYS[1], '{', 1, true) and KEYS[1] or '{' .. KEYS[1] .. '}' -- rw_prefix
+      if mode == 'write' and wfield and redis.call('EXISTS', prefix .. ':' .. wfield .. ':rwlock_until', KEYS[3]) == 0 then
+        fast_wait = redis.call('PTTL', KEYS[1])
+      end
+    end
   end
-  if ARGV[4] == '1' then
-    return {1, 1, redis.call('INCR', KEYS[2])}
-  end
-  return 1 -- {1, 1, 0}
 end
 --@preludes
+
+if fast_grant then
+  enlisted(KEYS[5], ARGV[8], ARGV[9], ARGV[1], ARGV[10])
+  return fast_grant
+end
+if fast_wait then
+  if ARGV[8] and ARGV[8] ~= '' then
+    register(KEYS[5], ARGV[8], fast_wait >= 0 and fast_wait or ARGV[10])
+  end
+  return {0, fast_wait}
+end
 
 local hash, field, sent = KEYS[1], ARGV[2], tonumber(ARGV[3])
 local tag = ARGV[8] or ''
