@@ -2,6 +2,7 @@ package rwlock_test
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,6 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/lua"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/rwlock"
@@ -84,5 +87,91 @@ func TestWriteReleaseWakesOneWriterNotTheHerd(t *testing.T) {
 		attempts := hook.n.Load()
 		t.Logf("%d attempts for %d grants (%d clients), %d of them before the release", attempts, grants, clients, before)
 		require.LessOrEqual(t, attempts, setup+2*grants, "attempts beyond two per grant and two per writer's setup")
+	})
+}
+
+// Redisson's waiters on the read-write lock's channel read each message as
+// a Java long and act on 0 (one waiter) and 1 (every waiter) only. A write
+// release that designates rlock clients must still end with "1", and its
+// other messages must be numbers other than 0 and 1 (ignored there), so a
+// Redisson waiter wakes on every write release as before. A plain
+// subscriber stands for a Redisson client here.
+func TestDesignatingWriteReleaseStillWakesRedissonWaiters(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		name := redistest.Name(t)
+		opts := []rwlock.Option{rwlock.WithWriterWait(time.Minute)}
+		holder := newRW(t, newClient(t, b), name, opts...)
+		require.NoError(t, holder.WriteLock().Lock(ctx))
+
+		ps := b.NewClient(t).Subscribe(ctx, base.RWChannel(name))
+		defer func() { _ = ps.Close() }()
+		_, err := ps.Receive(ctx) // the subscription's confirmation
+		require.NoError(t, err)
+
+		c := newClient(t, b)
+		w := newRW(t, c, name, opts...)
+		done := make(chan error, 1)
+		go func() { done <- w.WriteLock().Lock(ctx) }()
+		rdb := b.Universal(t)
+		require.Eventually(t, func() bool { // the waiting writer's client is registered
+			n, err := rdb.ZCard(ctx, base.RWWaiters(name)).Result()
+			return err == nil && n == 1 && c.Waiters().Waiters == 1
+		}, 10*time.Second, time.Millisecond)
+		require.NoError(t, holder.WriteLock().Unlock(ctx))
+		require.NoError(t, <-done)
+
+		var msgs []string
+		for {
+			m, err := ps.ReceiveMessage(ctx)
+			require.NoError(t, err)
+			msgs = append(msgs, m.Payload)
+			if m.Payload == base.ReadUnlockMessage {
+				break
+			}
+			require.Len(t, msgs, 1, "more than one designation before the release's message: %q", msgs)
+			n, err := strconv.ParseInt(m.Payload, 10, 64)
+			require.NoError(t, err, "a designation Redisson cannot read as a long: %q", m.Payload)
+			require.True(t, n != 0 && n != 1, "a designation Redisson would act on: %q", m.Payload)
+		}
+		require.Len(t, msgs, 2, "the release designated nobody: %q", msgs)
+		require.NoError(t, w.WriteLock().Unlock(ctx))
+	})
+}
+
+// A client that closes while its writer waits leaves the writers'
+// registry, so that no release designates it (its designation would be
+// lost until the others' fallback looked at the lock).
+func TestClosedClientLeavesTheWritersRegistry(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		name := redistest.Name(t)
+		opts := []rwlock.Option{rwlock.WithWriterWait(time.Minute)}
+		holder := newRW(t, newClient(t, b), name, opts...)
+		require.NoError(t, holder.WriteLock().Lock(ctx))
+		rdb := b.Universal(t)
+		registered := func(n int64) func() bool {
+			return func() bool {
+				got, err := rdb.ZCard(ctx, base.RWWaiters(name)).Result()
+				return err == nil && got == n
+			}
+		}
+
+		closing, staying := newClient(t, b), newClient(t, b)
+		cdone, sdone := make(chan error, 1), make(chan error, 1)
+		go func() { cdone <- newRW(t, closing, name, opts...).WriteLock().Lock(ctx) }()
+		require.Eventually(t, registered(1), 10*time.Second, time.Millisecond)
+		sw := newRW(t, staying, name, opts...)
+		go func() { sdone <- sw.WriteLock().Lock(ctx) }()
+		require.Eventually(t, registered(2), 10*time.Second, time.Millisecond)
+
+		require.NoError(t, closing.Close())
+		require.ErrorIs(t, <-cdone, rlock.ErrClosed)
+		require.True(t, registered(1)(), "the closed client is still registered")
+		require.NoError(t, holder.WriteLock().Unlock(ctx))
+		require.NoError(t, <-sdone)
+		require.NoError(t, sw.WriteLock().Unlock(ctx))
 	})
 }
