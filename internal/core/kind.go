@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -137,7 +138,7 @@ func newKind(name string, cfg LockConfig) kind {
 	case Read:
 		return &readKind{rwLock: newRWLock(h)}
 	case Write:
-		return &writeKind{rwLock: newRWLock(h), writerWait: cfg.WriterWait}
+		return &writeKind{rwLock: newRWLock(h), writerWait: cfg.WriterWait, writerWaitArg: cfg.WriterWait.Milliseconds()}
 	}
 	return &reentrantKind{hashLock: h, channel: base.Channel(name), registry: base.Waiters(name)}
 }
@@ -257,31 +258,39 @@ type rwLock struct {
 	wait    string // the writer-wait set
 	writers string // the registry of clients with waiting writers (base.RWWaiters)
 	readers string // the registry of clients with waiting readers (base.RWReaders)
+	until   atomic.Pointer[[2]string] // the last writer field and its until key (see untilKey)
 }
 
-func newRWLock(h hashLock) rwLock {
-	return rwLock{hashLock: h, channel: base.RWChannel(h.name), wait: base.WriterWait(h.name),
+func newRWLock(h hashLock) *rwLock {
+	return &rwLock{hashLock: h, channel: base.RWChannel(h.name), wait: base.WriterWait(h.name),
 		writers: base.RWWaiters(h.name), readers: base.RWReaders(h.name)}
+}
+
+// untilKey returns base.RWUntilKey of writer field wfield, remembering the
+// last one: a handle's calls are nearly all its own owner's.
+func (k *rwLock) untilKey(wfield string) string {
+	if p := k.until.Load(); p != nil && p[0] == wfield {
+		return p[1]
+	}
+	key := base.RWUntilKey(k.name, wfield)
+	k.until.Store(&[2]string{wfield, key})
+	return key
 }
 
 func (k *rwLock) latchKeys(latch string) []string { return []string{k.name, k.channel, latch} }
 
-// regArgs are the ARGV a waiting call's attempt adds for its registration
-// (see rw_read_lock.lua and rw_write_lock.lua).
-func (r registration) regArgs() []any {
-	return []any{r.tag, r.othersArg(), r.poll.Milliseconds()}
-}
+
 
 // readKind is the read side: shared by any number of owners, kept out by a
 // writer holding the lock and by writers waiting for readers to leave.
-type readKind struct{ rwLock }
+type readKind struct{ *rwLock }
 
 func (k *readKind) acquire(field string, count int64, lease time.Duration, _ bool, _ string, reg registration) scriptCall {
-	args := []any{lease.Milliseconds(), field, count, base.WriterField(field)}
 	if reg.tag == "" {
-		return scriptCall{lua.RWReadLock, []string{k.name, k.wait}, args}
+		return scriptCall{lua.RWReadLock, []string{k.name, k.wait}, []any{lease.Milliseconds(), field, count, base.WriterField(field)}}
 	}
-	return scriptCall{lua.RWReadLock, []string{k.name, k.wait, k.readers}, append(args, reg.regArgs()...)}
+	return scriptCall{lua.RWReadLock, []string{k.name, k.wait, k.readers},
+		[]any{lease.Milliseconds(), field, count, base.WriterField(field), reg.tag, reg.othersArg(), reg.poll.Milliseconds()}}
 }
 
 // release: only the release that leaves no holder at all publishes, the
@@ -320,20 +329,22 @@ func (k *readKind) lockedIn(s RWState) bool { return len(s.Readers) > 0 }
 // until it had its turn, and renews its entry at least every third of the
 // writer-wait timeout.
 type writeKind struct {
-	rwLock
-	writerWait time.Duration
+	*rwLock
+	writerWait    time.Duration
+	writerWaitArg any // writerWait in ms (an int64), boxed once
 }
 
 func (k *writeKind) field(owner string) string { return base.WriterField(owner) }
 
 func (k *writeKind) acquire(field string, count int64, lease time.Duration, queue bool, _ string, reg registration) scriptCall {
 	reader := strings.TrimSuffix(field, base.WriterFieldSuffix)
-	keys := []string{k.name, k.token, k.wait, base.RWUntilKey(k.name, field)}
-	args := []any{lease.Milliseconds(), field, count, k.fencing, reader, k.writerWait.Milliseconds(), boolArg(queue)}
 	if reg.tag == "" {
-		return scriptCall{lua.RWWriteLock, keys, args}
+		return scriptCall{lua.RWWriteLock, []string{k.name, k.token, k.wait, k.untilKey(field)},
+			[]any{lease.Milliseconds(), field, count, k.fencing, reader, k.writerWaitArg, boolArg(queue)}}
 	}
-	return scriptCall{lua.RWWriteLock, append(keys, k.writers), append(args, append(reg.regArgs(), boolArg(reg.behind))...)}
+	return scriptCall{lua.RWWriteLock, []string{k.name, k.token, k.wait, k.untilKey(field), k.writers},
+		[]any{lease.Milliseconds(), field, count, k.fencing, reader, k.writerWaitArg, boolArg(queue),
+			reg.tag, reg.othersArg(), reg.poll.Milliseconds(), boolArg(reg.behind)}}
 }
 
 // release: the last write release publishes "1", which wakes every
@@ -342,7 +353,7 @@ func (k *writeKind) acquire(field string, count int64, lease time.Duration, queu
 // two clients with waiting writers first, so that one writer tries (see
 // rw_unlock_write.lua).
 func (k *writeKind) release(field string, count int64, lease time.Duration, lt latch, pub string) scriptCall {
-	return scriptCall{lua.RWUnlockWrite, []string{k.name, k.channel, lt.key, base.RWUntilKey(k.name, field), k.writers, k.readers},
+	return scriptCall{lua.RWUnlockWrite, []string{k.name, k.channel, lt.key, k.untilKey(field), k.writers, k.readers},
 		[]any{lease.Milliseconds(), field, count, base.ReadUnlockMessage, lt.ttl.Milliseconds(), pub, lt.request, designations}}
 }
 
