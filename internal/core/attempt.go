@@ -334,8 +334,15 @@ func (c *Client) registration(req request) registration {
 	if req.joined {
 		others--
 	}
-	return registration{tag: c.tag, others: others > 0, unregistered: !listening, poll: c.maxPoll,
-		behind: req.first && others > 0 && req.waiting.behindFirst}
+	reg := registration{tag: c.tag, others: others > 0, unregistered: !listening, poll: c.maxPoll}
+	if req.first && others > 0 && req.waiting.behindFirst {
+		writers := c.hub.Preferred(req.waiting.channel)
+		if req.joined {
+			writers-- // itself (a plan that prefers joins preferred)
+		}
+		reg.behind = writers > 0
+	}
+	return reg
 }
 
 // acquireFailed handles an acquire script call that failed with err. A

@@ -67,10 +67,10 @@ type registration struct {
 	others       bool
 	unregistered bool
 	poll         time.Duration
-	// behind: the call's first attempt, with other calls of the client
-	// waiting already; a read-write lock's writer then does not take a
-	// free lock, which its client's designation gives to the longest
-	// waiting of them (as the reentrant lock's JoinBehind).
+	// behind: the call's first attempt, with other writers of the client
+	// waiting already (preferred waiters); a read-write lock's writer then
+	// does not take a free lock, which its client's designation gives to
+	// the longest waiting of them (as the reentrant lock's JoinBehind).
 	behind bool
 }
 
@@ -119,7 +119,7 @@ type waitPlan struct {
 	// releases then designate the clients that wake a waiter.
 	registers bool
 	// behindFirst: the first attempt of a call whose client has other
-	// calls waiting does not take a free lock (registration.behind).
+	// writers waiting does not take a free lock (registration.behind).
 	behindFirst bool
 }
 

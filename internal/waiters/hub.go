@@ -848,6 +848,22 @@ func (h *Hub) Waiting(channel string) (n int, listening bool) {
 	return 0, false
 }
 
+// Preferred returns how many of the client's calls wait on channel as
+// preferred waiters (see Waiter.Prefer): a read-write lock's writers.
+func (h *Hub) Preferred(channel string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	if t := h.topics[channel]; t != nil {
+		for _, w := range t.waiters {
+			if w.first {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // wakeFirst signals the longest-waiting preferred waiter other than skip
 // that has no signal pending, and returns it (nil if there was none).
 func (t *topic) wakeFirst(skip *Waiter) *Waiter {
