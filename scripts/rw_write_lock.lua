@@ -24,14 +24,15 @@
 --          "0" otherwise
 -- ARGV[10] the client's longest wait between attempts, in milliseconds
 -- ARGV[11] "1" for the first attempt of a Lock call that waits behind the
---          client's calls already waiting: it does all a refused attempt
+--          client's writers already waiting: it does all a refused attempt
 --          does, and does not take a free lock either ({0, -1}: wait for
 --          a wake-up, or the longest wait), which goes to the writer
 --          its client's designation wakes
 -- Reply:   {1, holds, token}  acquired (as lock.lua)
 --          {0, pttl}          not acquired; pttl = the hash's PTTL (-1: no
 --                             expiry), or less when a writer's lease
---                             ends earlier (see write_wait)
+--                             ends earlier (see write_wait); -1 also for
+--                             a free lock left to others (ARGV[11])
 --          {-1, 0}            the writer's holds are gone (as lock.lua)
 --          {-2, 0}            refused: the owner holds the read lock; a
 --                             reader asking for the write lock would wait
