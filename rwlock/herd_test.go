@@ -13,8 +13,10 @@ import (
 
 	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/internal/base"
+	"github.com/rlock-go/rlock/internal/core"
 	"github.com/rlock-go/rlock/internal/lua"
 	"github.com/rlock-go/rlock/internal/redistest"
+	"github.com/rlock-go/rlock/internal/waiters"
 	"github.com/rlock-go/rlock/rwlock"
 )
 
@@ -173,5 +175,71 @@ func TestClosedClientLeavesTheWritersRegistry(t *testing.T) {
 		require.NoError(t, holder.WriteLock().Unlock(ctx))
 		require.NoError(t, <-sdone)
 		require.NoError(t, sw.WriteLock().Unlock(ctx))
+	})
+}
+
+// A designated writer whose woken attempt fails (its ctx ends as it wakes)
+// passes the designation on (rw_pass_on.lua): the next registered client
+// is designated first and its writer takes the lock at once, rather than
+// after the other clients' fallback (300-600 ms) or the second designee's
+// grace (one minute here). Three clients wait, a, b and c; the registry
+// is set so that a release designates them in that order (registrations
+// that end later than any the clients make themselves); a's writer fails,
+// b's must get the lock (c, designated second with b, waits out its
+// grace).
+func TestFailedDesignatedWriterPassesTheDesignationOn(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		defer core.SetSecondGrace(time.Minute)()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		name := redistest.Name(t)
+		opts := []rwlock.Option{rwlock.WithWriterWait(time.Minute), rwlock.WithLease(time.Hour)}
+		holder := newRW(t, newClient(t, b), name, opts...)
+		require.NoError(t, holder.WriteLock().Lock(ctx))
+
+		ids := []string{t.Name() + "-a", t.Name() + "-b", t.Name() + "-c"}
+		rdb := b.Universal(t)
+		var ws []*rwlock.RWLock
+		var dones []chan error
+		var cancels []context.CancelFunc
+		var ctxs []context.Context
+		for i, id := range ids {
+			crdb := b.NewClient(t)
+			hook := &writeAttempts{}
+			crdb.AddHook(hook)
+			c := clientOn(t, crdb, rlock.WithClientID(id))
+			w := newRW(t, c, name, opts...)
+			wctx, wcancel := context.WithCancel(ctx)
+			defer wcancel()
+			done := make(chan error, 1)
+			go func() { done <- w.WriteLock().Lock(wctx) }()
+			// Registered, waiting, and done with the attempt its
+			// subscription's confirmation starts (the first is refused
+			// before it joins), which could otherwise find the lock free.
+			require.Eventually(t, func() bool {
+				n, err := rdb.ZCard(ctx, base.RWWaiters(name)).Result()
+				return err == nil && n == int64(i+1) && c.Waiters().Waiters == 1 && hook.n.Load() == 2
+			}, 10*time.Second, time.Millisecond)
+			ws, dones, cancels, ctxs = append(ws, w), append(dones, done), append(cancels, wcancel), append(ctxs, wctx)
+		}
+
+		far := time.Now().Add(2 * time.Hour).UnixMilli()
+		for i, id := range ids {
+			n, err := rdb.ZAddXX(ctx, base.RWWaiters(name), redis.Z{Score: float64(far + int64(i)*60_000), Member: waiters.Tag(id)}).Result()
+			require.NoError(t, err)
+			require.Zero(t, n) // XX: updated, not added
+		}
+		defer core.FailNextWokenAttempt(ctxs[0], cancels[0])()
+		require.NoError(t, holder.WriteLock().Unlock(ctx))
+		require.ErrorIs(t, <-dones[0], context.Canceled)
+		select {
+		case err := <-dones[1]:
+			require.NoError(t, err, "the next designee")
+		case err := <-dones[2]:
+			t.Fatalf("the third client got the lock (err %v): the designation was not passed on to the second", err)
+		}
+		require.NoError(t, ws[1].WriteLock().Unlock(ctx))
+		require.NoError(t, <-dones[2])
+		require.NoError(t, ws[2].WriteLock().Unlock(ctx))
 	})
 }
