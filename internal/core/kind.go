@@ -254,10 +254,10 @@ func (k *fairKind) leave(field, pub string) (scriptCall, bool) {
 // Renewal is hashLock's: renew.lua tells a read-write hash by its mode.
 type rwLock struct {
 	hashLock
-	channel string // redisson_rwlock:{name}
-	wait    string // the writer-wait set
-	writers string // the registry of clients with waiting writers (base.RWWaiters)
-	readers string // the registry of clients with waiting readers (base.RWReaders)
+	channel string                    // redisson_rwlock:{name}
+	wait    string                    // the writer-wait set
+	writers string                    // the registry of clients with waiting writers (base.RWWaiters)
+	readers string                    // the registry of clients with waiting readers (base.RWReaders)
 	until   atomic.Pointer[[2]string] // the last writer field and its until key (see untilKey)
 }
 
@@ -278,8 +278,6 @@ func (k *rwLock) untilKey(wfield string) string {
 }
 
 func (k *rwLock) latchKeys(latch string) []string { return []string{k.name, k.channel, latch} }
-
-
 
 // readKind is the read side: shared by any number of owners, kept out by a
 // writer holding the lock and by writers waiting for readers to leave.

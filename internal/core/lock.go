@@ -61,8 +61,8 @@ type Lock struct {
 	// ownKind is kind.field(ownField): the field of the own owner's
 	// holds of this kind, computed once.
 	ownKind string
-	latch    string // the lock's latch key, shared by its owners' releases (see latchOf)
-	last     atomic.Pointer[holding]
+	latch   string // the lock's latch key, shared by its owners' releases (see latchOf)
+	last    atomic.Pointer[holding]
 	// gate orders the goroutines that act for the handle's own owner
 	// (see Gate); the read and write handle of one read-write lock
 	// share it.
