@@ -108,7 +108,7 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 		fmt.Fprint(output, usageHeader)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.scenarios, "scenarios", "1,2,3,3s,4,5,6,6c,7,8,8s,9", "comma-separated scenarios to run")
+	fs.StringVar(&o.scenarios, "scenarios", "1,2,3,3s,4,5,6,6c,7,8,8s,9,10,11", "comma-separated scenarios to run")
 	fs.DurationVar(&o.duration, "duration", 2*time.Second, "measuring time per contender, scenario and round")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds: every round runs every contender of every scenario once, in a rotating order")
 	fs.DurationVar(&o.section, "section", time.Millisecond, "critical section of the contended scenarios (busy work)")

@@ -155,7 +155,7 @@ func markdown(rep *report) string {
 			w.WriteString("\n")
 			continue
 		}
-		switch sc {
+		switch tableOf(sc) {
 		case "1", "5":
 			w.WriteString("| contender | nodes | lock+unlock p50 | p99 | ops/s | p50 vs floor | ops/s vs floor | requests/op | server cmds/op | notes |\n|---|---|---|---|---|---|---|---|---|---|\n")
 			for _, r := range rs {

@@ -25,7 +25,62 @@ func rwScenarios() []scenario {
 		{id: "8", title: "Read-heavy: 95% reads, 5% writes, 16 goroutines over 4 clients on one key, busy section (rlock rwlock vs reentrant)", contenders: rwContenders, run: runReadWrite},
 		{id: "8s", title: "Read-heavy: 95% reads, 5% writes, 16 goroutines over 4 clients on one key, sleeping section (rlock rwlock vs reentrant)", contenders: rwContenders, run: runReadWrite},
 		{id: "9", title: "Write-heavy: 50% reads, 50% writes, 16 goroutines over 4 clients on one key, busy section (rlock rwlock vs reentrant)", contenders: rwContenders, run: runReadWrite},
+		{id: "10", title: "Write side as a mutex: writers only, 16 goroutines over 4 clients on one key, busy section (rlock rwlock write lock vs reentrant)", contenders: rwWriteContenders, run: runContended},
+		{id: "11", title: "Read-write lock uncontended: lock+unlock of one side, one goroutine (rlock rwlock vs reentrant)", contenders: rwUncontendedContenders, run: runUncontended},
 	}
+}
+
+// tableOf returns the scenario whose table shape scenario sc's results
+// take: scenario 10 is scenario 3's contended handoff with the write
+// side, scenario 11 scenario 1's uncontended lock+unlock with either side.
+func tableOf(sc string) string {
+	switch sc {
+	case "10":
+		return "3"
+	case "11":
+		return "1"
+	}
+	return sc
+}
+
+// rwWriteContenders: the floor, the reentrant lock and the read-write
+// lock's write side used as a mutex (scenario 10).
+func rwWriteContenders(*bench) []contender {
+	return []contender{
+		{name: "floor", config: "SET NX PX + compare-and-delete, retry 1 ms", open: openFloor},
+		{name: "rlock", config: "reentrant", open: openRlock},
+		{name: "rlock", config: "rwlock write side", open: openRlockSide(true)},
+	}
+}
+
+// rwUncontendedContenders: scenario 10's and the read side (scenario 11).
+func rwUncontendedContenders(b *bench) []contender {
+	return append(rwWriteContenders(b), contender{name: "rlock", config: "rwlock read side", open: openRlockSide(false)})
+}
+
+// openRlockSide opens an rlock client whose mutexes are one side of a
+// read-write lock handle (a new owner each).
+func openRlockSide(write bool) func(context.Context, []string, *runStats) (process, error) {
+	return func(_ context.Context, addrs []string, st *runStats) (process, error) {
+		p, err := openRlockWith(addrs[0], st)
+		if err != nil {
+			return nil, err
+		}
+		return &rlockSideProcess{p, write}, nil
+	}
+}
+
+type rlockSideProcess struct {
+	*rlockProcess
+	write bool
+}
+
+func (p *rlockSideProcess) mutex(name string) (mutex, error) {
+	read, write, err := (&rlockRWProcess{p.rlockProcess}).rwMutexes(name)
+	if p.write {
+		return write, err
+	}
+	return read, err
 }
 
 // rwShape is what a read-write scenario runs: the share of reads, and

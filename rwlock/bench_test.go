@@ -2,6 +2,8 @@ package rwlock_test
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -34,11 +36,13 @@ func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 // nobody else uses, on miniredis and redis-server, with the reentrant lock
 // measured in the same run for comparison (benchstat-friendly names:
 // read, write, reentrant; and read-try, write-try with TryLock). Reports
-// the commands sent per lock+unlock (pub/sub commands not seen). A
-// blocking read-write Lock joins its channel before its first attempt
-// even when it is granted at once (a hub Join and Leave; the channel's
-// SUBSCRIBE is sent once and lingers between the loop's calls); TryLock
-// never joins, so read-try and write-try show that cost.
+// the commands sent per lock+unlock (pub/sub commands not seen) and, on
+// redis-server, the commands the server ran (INFO commandstats, those run
+// inside scripts included). A blocking read-write Lock joins its channel
+// before its first attempt even when it is granted at once (a hub Join
+// and Leave; the channel's SUBSCRIBE is sent once and lingers between the
+// loop's calls) and its grant takes its client out of the registry (a
+// ZREM); TryLock never joins, so read-try and write-try show that cost.
 func BenchmarkUncontended(b *testing.B) {
 	for _, be := range []struct {
 		name string
@@ -68,13 +72,31 @@ func BenchmarkUncontended(b *testing.B) {
 				try  bool
 			}{{"read", rw.ReadLock(), false}, {"write", rw.WriteLock(), false}, {"reentrant", re, false},
 				{"read-try", rw.ReadLock(), true}, {"write-try", rw.WriteLock(), true}} {
-				b.Run(side.name, func(b *testing.B) { lockUnlock(b, side.l, side.try, hook) })
+				b.Run(side.name, func(b *testing.B) { lockUnlock(b, side.l, side.try, hook, backend.IsReal(), rdb) })
 			}
 		})
 	}
 }
 
-func lockUnlock(b *testing.B, l rlock.Locker, try bool, hook *countHook) {
+// serverCommands returns how many commands the server has run (INFO
+// commandstats), or 0 on error.
+func serverCommands(rdb *redis.Client) int64 {
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, line := range strings.Split(info, "\n") {
+		if _, stats, ok := strings.Cut(line, ":calls="); ok {
+			calls, _, _ := strings.Cut(stats, ",")
+			c, _ := strconv.ParseInt(calls, 10, 64)
+			n += c
+		}
+	}
+	return n
+}
+
+func lockUnlock(b *testing.B, l rlock.Locker, try bool, hook *countHook, real bool, rdb *redis.Client) {
 	ctx := context.Background()
 	lock := l.Lock
 	if try {
@@ -85,6 +107,10 @@ func lockUnlock(b *testing.B, l rlock.Locker, try bool, hook *countHook) {
 	}
 	if err := l.Unlock(ctx); err != nil {
 		b.Fatal(err)
+	}
+	var server0 int64
+	if real {
+		server0 = serverCommands(rdb)
 	}
 	hook.n.Store(0)
 	b.ReportAllocs()
@@ -97,4 +123,8 @@ func lockUnlock(b *testing.B, l rlock.Locker, try bool, hook *countHook) {
 		}
 	}
 	b.ReportMetric(float64(hook.n.Load())/float64(b.N), "commands/op")
+	if real {
+		// less the INFO call that reads the count, and this one's
+		b.ReportMetric(float64(serverCommands(rdb)-server0-1)/float64(b.N), "server-commands/op")
+	}
 }

@@ -62,11 +62,23 @@
 //
 // Both sides wait on the lock's one channel, "redisson_rwlock:{name}",
 // through the client's one pub/sub connection. The last write release
-// publishes "1" (every waiter retries); a read release publishes "0" (one
-// waiter per client, a writer first) only when it leaves no holder at all; force unlock
-// and the last waiting writer giving up publish "1". Every wait is also
-// bounded by the reply's wait (a writer's lease, a waiting writer's
-// deadline), and a writer's by T/3.
+// publishes "1". When it frees the lock and only writers of rlock clients
+// wait (each waiting call's refused attempt registers its client, readers
+// and writers apart), it first names up to two clients with waiting
+// writers, as the reentrant lock's release does: the first wakes one
+// writer, the second covers in case the first is gone, and every other
+// client ignores that "1", so a release costs about one attempt however
+// many writers wait (a writer whose client already has writers waiting
+// does not take a free lock on its first attempt: it queues behind them).
+// When rlock readers wait, or after a write release that leaves the
+// writer's reads, "1" goes out undesignated and every waiter retries:
+// readers enter as a group and compete with writers as equals. A read
+// release publishes "0" (one waiter per client, a writer first) only when
+// it leaves no holder at all; force unlock and the last waiting writer
+// giving up publish "1" to everyone. A designated client that cannot use
+// its wake-up passes it on; a client that closes leaves the registries.
+// Every wait is also bounded by the reply's wait (a writer's lease, a
+// waiting writer's deadline), and a writer's by T/3.
 //
 // # Leases, the watchdog, fencing
 //
@@ -87,7 +99,9 @@
 // do not read it, so a stream of Java readers can still starve a Go
 // writer, and Java writers never register, so the bound above holds for Go
 // readers and writers only. Redisson's write release that leaves the
-// writer's reads publishes nothing; ours publishes "1". Redisson's read
+// writer's reads publishes nothing; ours publishes "1". Redisson's
+// waiters read a designation as a number other than 0 and 1 and ignore
+// it, then wake on the "1" that follows, as before. Redisson's read
 // renewal sets the hash's TTL to its lease even when shorter, so on a lock
 // shared with Java readers a Go reader's explicit longer lease can end
 // early (the hash expires); Redisson versions before 4.4.0 (PR #7098)

@@ -8,11 +8,11 @@
 -- fencing_token returns the holding period's fencing token from counter:
 -- a new one on a grant, the current one on a re-entry; 0 when on is not
 -- "1" (the counter is then untouched).
-local function fencing_token(counter, on, grant)
+local function fencing_token(counter, on, fresh)
   if on ~= '1' then
     return 0
   end
-  if grant then
+  if fresh then
     return redis.call('INCR', counter)
   end
   return tonumber(redis.call('GET', counter) or '0') or 0

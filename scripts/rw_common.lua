@@ -272,3 +272,40 @@ local function lapse_writer(hash)
   set_ttl(hash, longest)
   return 'read'
 end
+
+-- The registries of rlock's clients with waiting writers and with waiting
+-- readers (base.RWWaiters, base.RWReaders; registrations as in
+-- designate.lua, which goes before this prelude). A waiting call's refused
+-- attempt registers its client; its grant takes the client out, or moves
+-- it to the back when the client has other calls waiting (see enlisted).
+
+-- enlisted records a waiting call's grant in registry for client tag:
+-- others is "1" when the client has other calls waiting (it goes to the
+-- back: served least recently no more), "-" when it certainly has no
+-- registration; otherwise it is taken out.
+local function enlisted(registry, tag, others, lease, poll)
+  if not tag or tag == '' or others == '-' then
+    return
+  elseif others == '1' then
+    register(registry, tag, math.max(tonumber(lease), tonumber(poll)))
+  else
+    redis.call('ZREM', registry, tag)
+  end
+end
+
+-- wake_rw publishes msg on channel for a read-write lock that writers
+-- may now take: after designating up to n clients with waiting writers
+-- (see designate), so that one writer tries rather than every waiter of
+-- every client; but undesignated, waking every waiter, when rlock clients
+-- have readers waiting (they enter as a group) or none has writers
+-- waiting. Redisson's waiters read the designation as a number other
+-- than 0 and 1 and ignore it; msg ("1") wakes them all, as before.
+local function wake_rw(registry, readers, channel, msg, how, n, skip)
+  if redis.call('EXISTS', readers) == 1 then
+    redis.call('ZREMRANGEBYSCORE', readers, '-inf', '(' .. now_ms())
+    if redis.call('EXISTS', readers) == 1 then
+      n = 0
+    end
+  end
+  return designate(registry, channel, msg, how, n, skip)
+end

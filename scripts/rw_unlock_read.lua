@@ -1,5 +1,6 @@
--- Release one read hold of a read-write lock. Uses the preludes publish.lua, holds.lua,
--- clock.lua and rw_common.lua.
+-- Release one read hold of a read-write lock. Uses the preludes
+-- publish.lua, holds.lua, clock.lua and rw_common.lua, which go after the
+-- fast path (at the preludes line).
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the lock's channel, redisson_rwlock:{name}
 -- KEYS[3]  the latch key: the lock's with ARGV[7], else this request's
@@ -26,6 +27,50 @@
 -- release leaves the hash's TTL at the longest hold left (fit_ttl), as
 -- Redisson's last read release does: Redisson's writer looks only at that
 -- TTL. Replays: see unlock.lua.
+--
+-- The fast path, before the preludes are defined: the last hold of the
+-- lock's only holder, whose timeout key is still there (otherwise the
+-- slow path finds the reader's holds ran out). It records the release in
+-- the latch as unlock.lua's fast path does (a late copy of a release that
+-- ran puts the records back and changes nothing more), deletes the lock
+-- with the timeout key and publishes.
+local all = redis.call('HGETALL', KEYS[1])
+local last = #all == 4 and tonumber(ARGV[3]) == 1
+if last then
+  for i = 1, 3, 2 do
+    if not ((all[i] == ARGV[2] and all[i + 1] == '1') or (all[i] == 'mode' and all[i + 1] == 'read')) then
+      last = false
+    end
+  end
+end
+local held = last and (string.find(KEYS[1], '{', 1, true) and KEYS[1] or '{' .. KEYS[1] .. '}') .. ':' .. ARGV[2] .. ':rwlock_timeout:1' -- timeout_key
+if held and redis.call('EXISTS', held) == 1 then
+  local latched = redis.call('SET', KEYS[3], ARGV[7] and '\n' .. ARGV[7] or '1', 'PX', ARGV[5], 'GET')
+  if ARGV[7] and latched then -- ran_by and set_latch, inlined
+    if string.find(latched .. '\n', '\n' .. ARGV[7] .. '\n', 1, true) then
+      redis.call('SET', KEYS[3], latched, 'PX', ARGV[5])
+      return {1, 0}
+    end
+    local cut = 0
+    for _ = 1, 32 do
+      cut = string.find(latched, '\n', cut + 1, true)
+      if not cut then
+        break
+      end
+    end
+    redis.call('APPEND', KEYS[3], cut and string.sub(latched, 1, cut - 1) or latched)
+  end
+  redis.call('DEL', KEYS[1], held)
+  if ARGV[6] ~= 's' then
+    redis.call('PUBLISH', KEYS[2], ARGV[4])
+  end
+  if ARGV[6] == 's' or ARGV[6] == 'cs' then
+    redis.call('SPUBLISH', KEYS[2], ARGV[4])
+  end
+  return 1 -- {1, 0}
+end
+--@preludes
+
 local hash, field = KEYS[1], ARGV[2]
 
 -- last_left ends the lock when no live holder remains, else fits the

@@ -1,5 +1,6 @@
--- Release one write hold of a read-write lock. Uses the preludes publish.lua, holds.lua,
--- clock.lua and rw_common.lua.
+-- Release one write hold of a read-write lock. Uses the preludes
+-- publish.lua, holds.lua, clock.lua, designate.lua and rw_common.lua,
+-- which go after the fast path (at the preludes line).
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the lock's channel, redisson_rwlock:{name}
 -- KEYS[3]  the latch key: the lock's with ARGV[7], else this request's
@@ -11,16 +12,87 @@
 -- ARGV[5]  latch lifetime in milliseconds
 -- ARGV[6]  how to publish: 'c', 's' or 'cs' (see publish.lua)
 -- ARGV[7]  optional: this request's ID, recorded in the lock's latch
+-- KEYS[4]  the writer's until key (see rw_common.lua)
+-- KEYS[5]  the registry of clients with waiting writers (base.RWWaiters)
+-- KEYS[6]  the registry of clients with waiting readers (base.RWReaders)
+-- ARGV[8]  how many registered clients a release that frees the lock
+--          designates to wake a writer (see wake_rw)
 -- Reply:   as unlock.lua: {1, 0} released, {0, holds} still held,
 --          {-1, 0} not held by this writer (nothing changed)
 --
 -- The last write release ends write mode: the lock is deleted, or, when
 -- the owner still holds read holds (a downgrade), it becomes a read lock
--- whose TTL is those holds' longest lease. Either way readers can now get
--- in, so the release wakes every waiter (readers, and writers, which
--- learn the new state or register as waiting writers). A writer whose
--- lease ran out while its owner reads (see lapse_writer) holds nothing
--- here. Replays: see unlock.lua.
+-- whose TTL is those holds' longest lease. A lock left in read mode wakes
+-- every waiter (readers may all enter). A lock deleted designates up to
+-- ARGV[8] clients with waiting writers before the message (wake_rw), so
+-- that one writer tries instead of every waiter, unless rlock readers
+-- wait (every waiter is then woken, and readers and writers compete as
+-- equals); Redisson's waiters hear the message as before. A writer
+-- whose lease ran out while its owner reads (see lapse_writer) holds
+-- nothing here. Replays: see unlock.lua.
+--
+-- The fast path, before the preludes are defined: the owner's last hold
+-- of a lock that has no other field than its mode and no until key. It
+-- records the release in the latch as unlock.lua's fast path does (a late
+-- copy of a release that ran puts the records back and changes nothing
+-- more), deletes the lock and, with no rlock client registered as
+-- waiting, publishes; otherwise the wake-up follows the preludes
+-- (wake_rw). Any other release takes the slow path, whose release() reads
+-- the latch itself, untouched.
+local all = redis.call('HGETALL', KEYS[1])
+local last = #all == 4 and tonumber(ARGV[3]) == 1
+if last then
+  for i = 1, 3, 2 do
+    if not ((all[i] == ARGV[2] and all[i + 1] == '1') or (all[i] == 'mode' and all[i + 1] == 'write')) then
+      last = false
+    end
+  end
+end
+-- One EXISTS tells the three keys apart (a key named n times counts n
+-- times): found is 4 with the until key, + 2 with the readers' registry,
+-- + 1 with the writers'.
+local found = last and redis.call('EXISTS', KEYS[4], KEYS[4], KEYS[4], KEYS[4], KEYS[6], KEYS[6], KEYS[5]) or 0
+if found >= 4 then
+  last = false -- an until key: the slow path
+end
+local registered = found > 0
+if last then
+  local latched = redis.call('SET', KEYS[3], ARGV[7] and '\n' .. ARGV[7] or '1', 'PX', ARGV[5], 'GET')
+  if ARGV[7] and latched then -- ran_by and set_latch, inlined
+    if string.find(latched .. '\n', '\n' .. ARGV[7] .. '\n', 1, true) then
+      redis.call('SET', KEYS[3], latched, 'PX', ARGV[5])
+      return {1, 0}
+    end
+    local cut = 0
+    for _ = 1, 32 do
+      cut = string.find(latched, '\n', cut + 1, true)
+      if not cut then
+        break
+      end
+    end
+    redis.call('APPEND', KEYS[3], cut and string.sub(latched, 1, cut - 1) or latched)
+  end
+  redis.call('DEL', KEYS[1])
+  if not registered then
+    if ARGV[6] ~= 's' then
+      redis.call('PUBLISH', KEYS[2], ARGV[4])
+    end
+    if ARGV[6] == 's' or ARGV[6] == 'cs' then
+      redis.call('SPUBLISH', KEYS[2], ARGV[4])
+    end
+    return 1 -- {1, 0}
+  end
+end
+--@preludes
+
+if last then -- released and latched above; rlock clients wait: designate
+  if found >= 2 then -- the readers' registry: see wake_rw
+    wake_rw(KEYS[5], KEYS[6], KEYS[2], ARGV[4], ARGV[6], ARGV[8])
+  else -- only the writers' registry
+    designate(KEYS[5], KEYS[2], ARGV[4], ARGV[6], ARGV[8], nil, true)
+  end
+  return {1, 0}
+end
 local hash, field = KEYS[1], ARGV[2]
 
 lapse_writer(hash)
@@ -32,14 +104,15 @@ if reply then
   return reply
 end
 redis.call('HDEL', hash, field)
-redis.call('DEL', until_key(hash, field))
+redis.call('DEL', KEYS[4])
 local holders, longest = prune_readers(hash)
 if holders == 0 then
   redis.call('DEL', hash)
+  wake_rw(KEYS[5], KEYS[6], KEYS[2], ARGV[4], ARGV[6], ARGV[8])
 else
   redis.call('HSET', hash, 'mode', 'read')
   set_ttl(hash, longest)
+  notify(KEYS[2], ARGV[4], ARGV[6])
 end
-notify(KEYS[2], ARGV[4], ARGV[6])
 set_latch(KEYS[3], ARGV[7], ARGV[5])
 return {1, 0}

@@ -53,3 +53,17 @@ func TestChannelLocks(t *testing.T) {
 	require.Equal(t, []string{"a{b}c"}, base.ChannelLocks(base.Channel("a{b}c")))
 	require.Nil(t, base.ChannelLocks("redisson_rwlock:{x}"))
 }
+
+// RWChannelLocks inverts RWChannel as ChannelLocks inverts Channel, and
+// the read-write lock's registries and until keys keep the lock's slot.
+func TestRWChannelLocks(t *testing.T) {
+	for _, name := range []string{"x", "{x}", "a{b}c", "{a}b", "lock:1"} {
+		require.Contains(t, base.RWChannelLocks(base.RWChannel(name)), name)
+		for _, key := range []string{base.RWWaiters(name), base.RWReaders(name), base.RWUntilKey(name, "c:1:write")} {
+			require.Equal(t, base.Slot(name), base.Slot(key), "%s %s", key, name)
+		}
+	}
+	require.Equal(t, []string{"x", "{x}"}, base.RWChannelLocks(base.RWChannel("x")))
+	require.Equal(t, "{x}:c:1:write:rwlock_until", base.RWUntilKey("x", "c:1:write"))
+	require.Nil(t, base.RWChannelLocks(base.Channel("x")))
+}

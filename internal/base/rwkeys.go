@@ -49,3 +49,42 @@ func SuffixKey(name, suffix string) string {
 func RWTimeoutKey(name, field string, n int64) string {
 	return SuffixKey(name, field+rwTimeoutKeySuffix+strconv.FormatInt(n, 10))
 }
+
+// rlock's own read-write lock keys: the registries of the rlock clients
+// with waiting writers and with waiting readers (sorted sets of client
+// tags scored by the server time until which each registration is live,
+// as Waiters). A last write release designates a client of the writers'
+// registry to wake one writer, unless the readers' registry has a live
+// client (readers then enter as a group: every waiter is woken).
+const (
+	RWWaitersPrefix = "rlock_rwlock_waiters"
+	RWReadersPrefix = "rlock_rwlock_readers"
+)
+
+// RWWaiters returns the registry of the clients with writers waiting for
+// read-write lock name.
+func RWWaiters(name string) string { return DerivedKey(RWWaitersPrefix, name) }
+
+// RWReaders returns the registry of the clients with readers waiting for
+// read-write lock name.
+func RWReaders(name string) string { return DerivedKey(RWReadersPrefix, name) }
+
+// RWUntilKey returns the key recording the end of writer field wfield's
+// lease on read-write lock name (see scripts/rw_common.lua).
+func RWUntilKey(name, wfield string) string { return SuffixKey(name, wfield+":rwlock_until") }
+
+// RWChannelLocks returns the names of the read-write locks whose channel
+// is channel, as ChannelLocks does for the reentrant lock's channels.
+func RWChannelLocks(channel string) []string {
+	rest, ok := strings.CutPrefix(channel, RWChannelPrefix+":")
+	if !ok || rest == "" {
+		return nil
+	}
+	if inner, ok := strings.CutPrefix(rest, "{"); ok && strings.HasSuffix(inner, "}") {
+		inner = strings.TrimSuffix(inner, "}")
+		if inner != "" && !strings.ContainsAny(inner, "{}") {
+			return []string{inner, rest}
+		}
+	}
+	return []string{rest}
+}

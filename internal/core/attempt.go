@@ -23,6 +23,7 @@ type request struct {
 	// the channel's waiters already.
 	waiting *waitPlan
 	joined  bool
+	first   bool // the call's first attempt (see registration.behind)
 }
 
 // outcomeKind names what an attempt found, for a caller that did not get
@@ -333,7 +334,15 @@ func (c *Client) registration(req request) registration {
 	if req.joined {
 		others--
 	}
-	return registration{tag: c.tag, others: others > 0, unregistered: !listening, poll: c.maxPoll}
+	reg := registration{tag: c.tag, others: others > 0, unregistered: !listening, poll: c.maxPoll}
+	if req.first && others > 0 && req.waiting.behindFirst {
+		writers := c.hub.Preferred(req.waiting.channel)
+		if req.joined {
+			writers-- // itself (a plan that prefers joins preferred)
+		}
+		reg.behind = writers > 0
+	}
+	return reg
 }
 
 // acquireFailed handles an acquire script call that failed with err. A

@@ -160,15 +160,14 @@ func (c *Client) passOn(channel string, drop, pass bool) {
 // lock's registry (see Lock.unregister). A registration it fails to take
 // off lapses by itself.
 func (c *Client) passOnFor(channel, tag string, drop, pass bool) {
-	names := base.ChannelLocks(channel)
-	if len(names) == 0 {
+	script, keys, msg := passOnCall(channel)
+	if script == nil {
 		return
 	}
-	keys := append([]string{channel, base.Waiters(names[0])}, names...)
 	run := func() {
 		ctx := context.Background()
-		err := c.run(ctx, lua.PassOn, keys, tag, boolArg(drop), boolArg(pass), designations,
-			base.UnlockMessage, c.publishArg(ctx)).Err()
+		err := c.run(ctx, script, keys, tag, boolArg(drop), boolArg(pass), designations,
+			msg, c.publishArg(ctx)).Err()
 		if err != nil {
 			c.logger().Warn("rlock: passing a wake-up on or unregistering a client failed", "channel", channel, "tag", tag, "err", err)
 		}
@@ -211,17 +210,31 @@ func (c *Client) unregisterAll(channels []string) {
 // unregisterNow runs pass_on.lua for this client on the lock of channel:
 // unregister, and pass on a designation if the lock is free.
 func (c *Client) unregisterNow(channel string) {
-	names := base.ChannelLocks(channel)
-	if len(names) == 0 {
+	script, keys, msg := passOnCall(channel)
+	if script == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), unregisterTimeout)
 	defer cancel()
-	keys := append([]string{channel, base.Waiters(names[0])}, names...)
-	err := c.run(ctx, lua.PassOn, keys, c.tag, "1", "1", designations, base.UnlockMessage, c.publishArg(ctx)).Err()
+	err := c.run(ctx, script, keys, c.tag, "1", "1", designations, msg, c.publishArg(ctx)).Err()
 	if err != nil {
 		c.logger().Warn("rlock: unregistering a closing client failed; its registration lapses", "channel", channel, "err", err)
 	}
+}
+
+// passOnCall returns the script that passes a designation on, or
+// unregisters a client, on the lock (or the two locks "x" and "{x}") of
+// channel, with its KEYS and the message that follows a designation: a
+// reentrant lock's pass_on.lua and "0", or a read-write lock's
+// rw_pass_on.lua and "1"; nil for any other channel.
+func passOnCall(channel string) (*redis.Script, []string, string) {
+	if names := base.ChannelLocks(channel); len(names) > 0 {
+		return lua.PassOn, append([]string{channel, base.Waiters(names[0])}, names...), base.UnlockMessage
+	}
+	if names := base.RWChannelLocks(channel); len(names) > 0 {
+		return lua.RWPassOn, append([]string{channel, base.RWWaiters(names[0]), base.RWReaders(names[0])}, names...), base.ReadUnlockMessage
+	}
+	return nil, nil, ""
 }
 
 // isCluster reports whether rdb is a go-redis cluster client.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -66,6 +67,11 @@ type registration struct {
 	others       bool
 	unregistered bool
 	poll         time.Duration
+	// behind: the call's first attempt, with other writers of the client
+	// waiting already (preferred waiters); a read-write lock's writer then
+	// does not take a free lock, which its client's designation gives to
+	// the longest waiting of them (as the reentrant lock's JoinBehind).
+	behind bool
 }
 
 // othersArg is lock.lua's ARGV[6]: "1" with other calls of the client
@@ -112,6 +118,9 @@ type waitPlan struct {
 	// registers: its attempts register the client with the lock, whose
 	// releases then designate the clients that wake a waiter.
 	registers bool
+	// behindFirst: the first attempt of a call whose client has other
+	// writers waiting does not take a free lock (registration.behind).
+	behindFirst bool
 }
 
 // noBound is a waitPlan's poll when only the lock's TTL (or the client's
@@ -129,7 +138,7 @@ func newKind(name string, cfg LockConfig) kind {
 	case Read:
 		return &readKind{rwLock: newRWLock(h)}
 	case Write:
-		return &writeKind{rwLock: newRWLock(h), writerWait: cfg.WriterWait}
+		return &writeKind{rwLock: newRWLock(h), writerWait: cfg.WriterWait, writerWaitArg: cfg.WriterWait.Milliseconds()}
 	}
 	return &reentrantKind{hashLock: h, channel: base.Channel(name), registry: base.Waiters(name)}
 }
@@ -245,22 +254,41 @@ func (k *fairKind) leave(field, pub string) (scriptCall, bool) {
 // Renewal is hashLock's: renew.lua tells a read-write hash by its mode.
 type rwLock struct {
 	hashLock
-	channel string // redisson_rwlock:{name}
-	wait    string // the writer-wait set
+	channel string                    // redisson_rwlock:{name}
+	wait    string                    // the writer-wait set
+	writers string                    // the registry of clients with waiting writers (base.RWWaiters)
+	readers string                    // the registry of clients with waiting readers (base.RWReaders)
+	until   atomic.Pointer[[2]string] // the last writer field and its until key (see untilKey)
 }
 
-func newRWLock(h hashLock) rwLock {
-	return rwLock{hashLock: h, channel: base.RWChannel(h.name), wait: base.WriterWait(h.name)}
+func newRWLock(h hashLock) *rwLock {
+	return &rwLock{hashLock: h, channel: base.RWChannel(h.name), wait: base.WriterWait(h.name),
+		writers: base.RWWaiters(h.name), readers: base.RWReaders(h.name)}
+}
+
+// untilKey returns base.RWUntilKey of writer field wfield, remembering the
+// last one: a handle's calls are nearly all its own owner's.
+func (k *rwLock) untilKey(wfield string) string {
+	if p := k.until.Load(); p != nil && p[0] == wfield {
+		return p[1]
+	}
+	key := base.RWUntilKey(k.name, wfield)
+	k.until.Store(&[2]string{wfield, key})
+	return key
 }
 
 func (k *rwLock) latchKeys(latch string) []string { return []string{k.name, k.channel, latch} }
 
 // readKind is the read side: shared by any number of owners, kept out by a
 // writer holding the lock and by writers waiting for readers to leave.
-type readKind struct{ rwLock }
+type readKind struct{ *rwLock }
 
-func (k *readKind) acquire(field string, count int64, lease time.Duration, _ bool, _ string, _ registration) scriptCall {
-	return scriptCall{lua.RWReadLock, []string{k.name, k.wait}, []any{lease.Milliseconds(), field, count, base.WriterField(field)}}
+func (k *readKind) acquire(field string, count int64, lease time.Duration, _ bool, _ string, reg registration) scriptCall {
+	if reg.tag == "" {
+		return scriptCall{lua.RWReadLock, []string{k.name, k.wait}, []any{lease.Milliseconds(), field, count, base.WriterField(field)}}
+	}
+	return scriptCall{lua.RWReadLock, []string{k.name, k.wait, k.readers},
+		[]any{lease.Milliseconds(), field, count, base.WriterField(field), reg.tag, reg.othersArg(), reg.poll.Milliseconds()}}
 }
 
 // release: only the release that leaves no holder at all publishes, the
@@ -276,9 +304,11 @@ func (k *readKind) forceUnlock(latch string, replay time.Duration, pub string) s
 
 // waitPlan: readers may be granted all at once, so none waits behind
 // another; the reply's wait (a writer's lease, or the first waiting
-// writer's deadline) bounds the sleep.
+// writer's deadline) bounds the sleep. Its attempts register the client
+// as having readers waiting, so that a write release wakes every waiter
+// (see rw_unlock_write.lua).
 func (k *readKind) waitPlan(string) waitPlan {
-	return waitPlan{channel: k.channel, poll: noBound, early: true}
+	return waitPlan{channel: k.channel, poll: noBound, early: true, registers: true}
 }
 
 func (k *readKind) leave(_, _ string) (scriptCall, bool) { return scriptCall{}, false }
@@ -297,23 +327,32 @@ func (k *readKind) lockedIn(s RWState) bool { return len(s.Readers) > 0 }
 // until it had its turn, and renews its entry at least every third of the
 // writer-wait timeout.
 type writeKind struct {
-	rwLock
-	writerWait time.Duration
+	*rwLock
+	writerWait    time.Duration
+	writerWaitArg any // writerWait in ms (an int64), boxed once
 }
 
 func (k *writeKind) field(owner string) string { return base.WriterField(owner) }
 
-func (k *writeKind) acquire(field string, count int64, lease time.Duration, queue bool, _ string, _ registration) scriptCall {
+func (k *writeKind) acquire(field string, count int64, lease time.Duration, queue bool, _ string, reg registration) scriptCall {
 	reader := strings.TrimSuffix(field, base.WriterFieldSuffix)
-	return scriptCall{lua.RWWriteLock, []string{k.name, k.token, k.wait},
-		[]any{lease.Milliseconds(), field, count, k.fencing, reader, k.writerWait.Milliseconds(), boolArg(queue)}}
+	if reg.tag == "" {
+		return scriptCall{lua.RWWriteLock, []string{k.name, k.token, k.wait, k.untilKey(field)},
+			[]any{lease.Milliseconds(), field, count, k.fencing, reader, k.writerWaitArg, boolArg(queue)}}
+	}
+	return scriptCall{lua.RWWriteLock, []string{k.name, k.token, k.wait, k.untilKey(field), k.writers},
+		[]any{lease.Milliseconds(), field, count, k.fencing, reader, k.writerWaitArg, boolArg(queue),
+			reg.tag, reg.othersArg(), reg.poll.Milliseconds(), boolArg(reg.behind)}}
 }
 
-// release: the last write release publishes "1", which wakes every waiter
-// (readers may all enter, and a writer may take a free lock).
+// release: the last write release publishes "1", which wakes every
+// waiter (readers may all enter, and a writer may take a free lock);
+// when it frees the lock and no rlock reader waits, it designates up to
+// two clients with waiting writers first, so that one writer tries (see
+// rw_unlock_write.lua).
 func (k *writeKind) release(field string, count int64, lease time.Duration, lt latch, pub string) scriptCall {
-	return scriptCall{lua.RWUnlockWrite, k.latchKeys(lt.key),
-		[]any{lease.Milliseconds(), field, count, base.ReadUnlockMessage, lt.ttl.Milliseconds(), pub, lt.request}}
+	return scriptCall{lua.RWUnlockWrite, []string{k.name, k.channel, lt.key, k.untilKey(field), k.writers, k.readers},
+		[]any{lease.Milliseconds(), field, count, base.ReadUnlockMessage, lt.ttl.Milliseconds(), pub, lt.request, designations}}
 }
 
 func (k *writeKind) forceUnlock(latch string, replay time.Duration, pub string) scriptCall {
@@ -324,9 +363,13 @@ func (k *writeKind) forceUnlock(latch string, replay time.Duration, pub string) 
 // (when readers are in the way) and renew its entry, at least every third
 // of the writer-wait timeout, whatever the reply's wait says. The last
 // reader's release ("0") wakes a writer before the client's waiting
-// readers, which could not use it.
+// readers, which could not use it. Its attempts register the client as
+// having writers waiting, so that a write release designates one client
+// to wake a writer (see rw_unlock_write.lua); a call whose client has
+// writers waiting already does not take the lock on its first attempt
+// (registration.behind).
 func (k *writeKind) waitPlan(string) waitPlan {
-	return waitPlan{channel: k.channel, queue: true, poll: k.writerWait / 3, prefer: true, early: true}
+	return waitPlan{channel: k.channel, queue: true, poll: k.writerWait / 3, prefer: true, early: true, registers: true, behindFirst: true}
 }
 
 // leave takes a writer that gives up out of the writer-wait set, waking

@@ -58,8 +58,11 @@ type Lock struct {
 	kind     kind
 	ownerID  string // the handle's own owner ID
 	ownField string // the handle's own owner: client ID, ":", ownerID
-	latch    string // the lock's latch key, shared by its owners' releases (see latchOf)
-	last     atomic.Pointer[holding]
+	// ownKind is kind.field(ownField): the field of the own owner's
+	// holds of this kind, computed once.
+	ownKind string
+	latch   string // the lock's latch key, shared by its owners' releases (see latchOf)
+	last    atomic.Pointer[holding]
 	// gate orders the goroutines that act for the handle's own owner
 	// (see Gate); the read and write handle of one read-write lock
 	// share it.
@@ -84,13 +87,15 @@ func (c *Client) NewLock(name string, cfg LockConfig) (*Lock, error) {
 	}
 	id := "#" + strconv.FormatUint(c.handles.Add(1), 10)
 	k := newKind(name, cfg)
+	own := c.id + ":" + id
 	return &Lock{
 		c:         c,
 		name:      name,
 		lease:     cfg.Lease,
 		kind:      k,
 		ownerID:   id,
-		ownField:  c.id + ":" + id,
+		ownField:  own,
+		ownKind:   k.field(own),
 		latch:     base.DerivedKey(base.LatchPrefix, name),
 		gate:      NewGate(),
 		exclusive: cfg.Kind != Read,
@@ -111,6 +116,7 @@ func (c *Client) NewRWLock(name string, read, write LockConfig) (r, w *Lock, err
 		return nil, nil, err
 	}
 	w.ownerID, w.ownField, w.gate = r.ownerID, r.ownField, r.gate
+	w.ownKind = w.kind.field(w.ownField)
 	return r, w, nil
 }
 
@@ -156,6 +162,9 @@ func (l *Lock) TryLockLease(ctx context.Context, lease time.Duration) error {
 // field returns the hash field of the caller's owner's holds of this kind.
 func (l *Lock) field(ctx context.Context) (string, error) {
 	owner, err := l.Owner(ctx)
+	if owner == l.ownField {
+		return l.ownKind, err
+	}
 	return l.kind.field(owner), err
 }
 

@@ -163,7 +163,7 @@ func (l *Lock) waitingBy(o *ownerState, delta int) {
 // started when anything reports its end.
 func (hp *holding) began(l *Lock, o *ownerState) {
 	hp.lock, hp.owner = l, o.key.field
-	if o.key.field == l.kind.field(l.ownField) {
+	if o.key.field == l.ownKind {
 		// A Lock with it re-enters (see Gate). The mark lives in hp:
 		// no allocation of its own.
 		hp.marked = markedCtx{Context: hp.ctx, g: l.gate}

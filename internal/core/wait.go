@@ -53,7 +53,9 @@ func (l *Lock) join(ctx context.Context, ws *waitState) (*waiters.Waiter, outcom
 		}
 	}
 	early := l.joinEarly(ws.plan)
-	out, err := ws.retryable(l.attempt(ctx, ws.o, ws.req))
+	first := ws.req
+	first.joined, first.first = early != nil, true // an early waiter counts itself
+	out, err := ws.retryable(l.attempt(ctx, ws.o, first))
 	if err != nil || out.kind == acquired {
 		if early != nil {
 			early.Leave()

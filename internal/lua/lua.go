@@ -122,10 +122,11 @@ var (
 func withHolds(name string) string { return splice(holdsSrc, src(name)) }
 
 // rw builds a read-write-lock script (and renew.lua, which serves that
-// kind too): the preludes publish.lua, holds.lua, clock.lua and
-// rw_common.lua, then the script itself.
+// kind too): the preludes publish.lua, holds.lua, clock.lua,
+// designate.lua and rw_common.lua, then the script itself (only the
+// definitions it uses: see used).
 func rw(name string) *redis.Script {
-	return script(withPublish(splice(holdsSrc+"\n"+clockSrc+"\n"+rwCommonSrc, src(name))))
+	return script(withPublish(splice(holdsSrc+"\n"+clockSrc+"\n"+designateSrc+"\n"+rwCommonSrc, src(name))))
 }
 
 // withPublish prepends publish.lua, for scripts that wake waiters.
@@ -176,6 +177,9 @@ var (
 	// RWLeave takes a waiting writer out of the writer-wait set (see
 	// rw_leave.lua).
 	RWLeave = rw("rw_leave")
+	// RWPassOn passes a read-write lock's designation on, or unregisters
+	// a client (see rw_pass_on.lua).
+	RWPassOn = rw("rw_pass_on")
 	// RWHolds reads a reader's live hold count (see rw_holds.lua).
 	RWHolds = rw("rw_holds")
 	// RWState reads a read-write lock's holders, their leases and its
@@ -216,7 +220,7 @@ func script(src string) *redis.Script {
 func All() []*redis.Script {
 	all := []*redis.Script{Lock, Unlock, PassOn, ForceUnlock, Renew,
 		FairLock, FairUnlock, FairForceUnlock, FairLeave, FairQueue,
-		RWReadLock, RWWriteLock, RWUnlockRead, RWUnlockWrite, RWForceUnlock, RWLeave, RWHolds, RWState}
+		RWReadLock, RWWriteLock, RWUnlockRead, RWUnlockWrite, RWForceUnlock, RWLeave, RWPassOn, RWHolds, RWState}
 	all = append(all, semScripts()...)
 	all = append(all, expScripts()...)
 	return append(all, Latch()...)

@@ -43,10 +43,17 @@ func writer(id string) string { return base.WriterField(reader(id)) }
 
 func (r *rw) ints(s *redis.Script, keys []string, args ...any) []int64 {
 	r.t.Helper()
-	res, err := s.Run(r.ctx, r.rdb, keys, args...).Int64Slice()
+	cmd := s.Run(r.ctx, r.rdb, keys, args...)
+	read := lua.AcquireReply // a fast path's bare 1: a grant of one hold
+	if s == lua.RWUnlockRead || s == lua.RWUnlockWrite {
+		read = lua.ReleaseReply
+	}
+	res, err := read(cmd)
 	require.NoError(r.t, err)
 	return res
 }
+
+func (r *rw) until(id string) string { return base.RWUntilKey(r.name, writer(id)) }
 
 func (r *rw) token() string { return base.DerivedKey(base.TokenPrefix, r.name) }
 func (r *rw) wait() string  { return base.WriterWait(r.name) }
@@ -71,13 +78,13 @@ func (r *rw) write(id string, sent int64, join bool) []int64 {
 	if join {
 		j = "1"
 	}
-	return r.ints(lua.RWWriteLock, []string{r.name, r.token(), r.wait()},
+	return r.ints(lua.RWWriteLock, []string{r.name, r.token(), r.wait(), r.until(id)},
 		long, writer(id), sent, "1", reader(id), writerWait, j)
 }
 
 func (r *rw) writeWait(id string, wait int64) []int64 {
 	r.t.Helper()
-	return r.ints(lua.RWWriteLock, []string{r.name, r.token(), r.wait()},
+	return r.ints(lua.RWWriteLock, []string{r.name, r.token(), r.wait(), r.until(id)},
 		long, writer(id), 0, "1", reader(id), wait, "1")
 }
 
@@ -89,7 +96,7 @@ func (r *rw) unlockRead(id string, sent int64, req string) []int64 {
 
 func (r *rw) unlockWrite(id string, sent int64, req string) []int64 {
 	r.t.Helper()
-	return r.ints(lua.RWUnlockWrite, []string{r.name, base.RWChannel(r.name), r.latch(req)},
+	return r.ints(lua.RWUnlockWrite, []string{r.name, base.RWChannel(r.name), r.latch(req), r.until(id), base.RWWaiters(r.name), base.RWReaders(r.name)},
 		long, writer(id), sent, base.ReadUnlockMessage, latchTTL)
 }
 

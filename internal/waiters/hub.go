@@ -652,12 +652,15 @@ func (h *Hub) message(channel, payload string, from int) {
 		}
 		return
 	}
-	if payload == "1" { // read-lock release: every waiter may proceed
+	if payload == "1" && !heard.mine() { // read-lock release: every waiter may proceed
 		for _, w := range t.waiters {
 			w.signal()
 		}
 		return
 	}
+	// An unlock message, or a "1" that designates this client (a
+	// read-write lock's write release naming the clients with waiting
+	// writers): one waiter, a preferred one (a writer) first.
 	w := t.wakeFirst(nil)
 	if w == nil {
 		w = t.wakeOne(nil)
@@ -807,6 +810,22 @@ func (h *Hub) Waiting(channel string) (n int, listening bool) {
 		return len(t.waiters), true
 	}
 	return 0, false
+}
+
+// Preferred returns how many of the client's calls wait on channel as
+// preferred waiters (see Waiter.Prefer): a read-write lock's writers.
+func (h *Hub) Preferred(channel string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	if t := h.topics[channel]; t != nil {
+		for _, w := range t.waiters {
+			if w.first {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // wakeFirst signals the longest-waiting preferred waiter other than skip

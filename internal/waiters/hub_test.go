@@ -280,3 +280,50 @@ func TestPassedOnWakeUpGoesToAPreferredWaiterFirst(t *testing.T) {
 		w2.Leave()
 	})
 }
+
+// TestDesignatedReadUnlockWakesOneWriter: a "1" (a read-write lock's write
+// release) that follows a designation of this client wakes one waiter, a
+// preferred one (a writer) first, rather than every waiter; one that
+// follows a designation of other clients wakes nobody here; one without a
+// designation wakes every waiter, as before (issue 30).
+func TestDesignatedReadUnlockWakesOneWriter(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		rdb := b.NewClient(t)
+		h := newHub(t, rdb)
+		defer h.Close()
+		h.SetDesignation("42", func(string, bool, bool) {})
+		ch := redistest.Name(t)
+		reader, ok := h.Join(ch)
+		require.True(t, ok)
+		require.True(t, signalled(reader))
+		writer := h.JoinBehind(ch)
+		require.NotNil(t, writer)
+		writer.Prefer()
+		probe, ok := h.Join(ch + ":probe")
+		require.True(t, ok)
+		require.True(t, signalled(probe))
+		publish := func(c, msg string) { require.NoError(t, rdb.Publish(ctx, c, msg).Err()) }
+
+		publish(ch, "42")
+		publish(ch, "1")
+		require.True(t, signalled(writer), "the designated client's writer")
+		publish(ch+":probe", "0") // on the same connection: the "1" was handled before it
+		require.True(t, signalled(probe))
+		require.True(t, quiet(reader), "one waiter only")
+
+		publish(ch, "7")
+		publish(ch, "1")
+		publish(ch+":probe", "0")
+		require.True(t, signalled(probe))
+		require.True(t, quiet(writer), "designated for another client")
+		require.True(t, quiet(reader), "designated for another client")
+
+		publish(ch, "1")
+		require.True(t, signalled(writer), "undesignated: everyone")
+		require.True(t, signalled(reader), "undesignated: everyone")
+		reader.Leave()
+		writer.Leave()
+		probe.Leave()
+	})
+}
