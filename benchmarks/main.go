@@ -128,7 +128,7 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.Var(pinFlag{&o.pin}, "pin", "run client and servers on these CPUs only, a taskset -c `list` (-pin 0, -pin 0,1, -pin 0-3; -pin alone: CPU 0); re-executes under taskset")
 	fs.BoolVar(&o.mini, "miniredis", false, "use embedded miniredis instead of redis-server (figures dominated by miniredis)")
 	fs.StringVar(&o.only, "only", "", "run only contenders whose label contains this text (the floor always runs)")
-	fs.IntVar(&o.decay, "decay", 0, "instead of the scenarios: run this many lock+unlock cycles of the floor, rlock and rlock with a handle per operation on embedded miniredis (real-time TTLs) and print the rate over the run")
+	fs.IntVar(&o.decay, "decay", 0, "instead of the scenarios: run this many lock+unlock cycles of the floor, rlock (one handle; a handle per operation; an owner per operation) and the exactly-once Redisson-layout floor on embedded miniredis (real-time TTLs), interleaved, and print the rate per tenth and the keys left")
 	if err := fs.Parse(joinPinArg(args)); err != nil {
 		return o, err
 	}
