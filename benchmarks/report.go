@@ -147,6 +147,14 @@ func markdown(rep *report) string {
 			continue
 		}
 		fl := rep.floor(sc)
+		if isSyncScenario(sc) {
+			syncTable(&w, rep, sc, rs)
+			if s := rep.Skipped[sc]; s != "" {
+				fmt.Fprintf(&w, "\n_%s_\n", s)
+			}
+			w.WriteString("\n")
+			continue
+		}
 		if isRWScenario(sc) {
 			rwTable(&w, rep, sc, rs)
 			if s := rep.Skipped[sc]; s != "" {
