@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestHelpNamesEveryScenario: -h lists every scenario with its ID and a
@@ -57,6 +58,24 @@ func TestPinTakesACPUList(t *testing.T) {
 	for _, bad := range [][]string{{"-pin=x"}, {"-pin=0,"}, {"-pin", "one"}} {
 		if _, err := parseFlags(bad, io.Discard); err == nil {
 			t.Errorf("%q: want an error", bad)
+		}
+	}
+}
+
+// TestSummaryFromCommittedResults: -summary renders the committed results'
+// headline table, with a ratio against the floor.
+func TestSummaryFromCommittedResults(t *testing.T) {
+	var rep report
+	rep.Results = []*result{
+		{Scenario: "1", Contender: "floor (SET NX PX + compare-and-delete, retry 1 ms)", Library: "floor", Lat: &quantile{P50: 100 * time.Microsecond}},
+		{Scenario: "1", Contender: "rlock (reentrant)", Library: "rlock", Lat: &quantile{P50: 110 * time.Microsecond}},
+		{Scenario: "11", Contender: "floor (GET/DECRBY script + INCRBY, retry 1 ms)", Library: "floor", Lat: &quantile{P50: 50 * time.Microsecond}},
+		{Scenario: "11", Contender: "rlock (semaphore.New)", Library: "rlock", Lat: &quantile{P50: 100 * time.Microsecond}},
+	}
+	s := summary(&rep)
+	for _, want := range []string{"| 1 | uncontended lock+unlock, p50 | 100 µs (1.00×) | 110 µs (1.10×) |", "| 11 | semaphore acquire+release, p50 | 50 µs (1.00×) | 100 µs (2.00×) |"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
 		}
 	}
 }

@@ -56,6 +56,7 @@ type options struct {
 	mini          bool
 	only          string
 	decay         int
+	summary       string
 }
 
 const usageHeader = `Usage: go run . [flags]   (in rlock's benchmarks/ directory)
@@ -83,6 +84,13 @@ func main() {
 		os.Exit(0)
 	case err != nil:
 		os.Exit(2)
+	}
+	if o.summary != "" {
+		if err := printSummary(o.summary); err != nil {
+			fmt.Fprintln(os.Stderr, "benchmarks:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if o.pin != "" && os.Getenv(pinnedEnv) == "" {
 		os.Exit(reexecPinned(o.pin))
@@ -129,6 +137,7 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.BoolVar(&o.mini, "miniredis", false, "use embedded miniredis instead of redis-server (figures dominated by miniredis)")
 	fs.StringVar(&o.only, "only", "", "run only contenders whose label contains this text (the floor always runs)")
 	fs.IntVar(&o.decay, "decay", 0, "instead of the scenarios: run this many lock+unlock cycles of the floor, rlock (one handle; a handle per operation; an owner per operation) and the exactly-once Redisson-layout floor on embedded miniredis (real-time TTLs), interleaved, and print the rate per tenth and the keys left")
+	fs.StringVar(&o.summary, "summary", "", "instead of the scenarios: print the summary table (docs/benchmarks.md's) of this results JSON, e.g. results/results-one-cpu.json")
 	if err := fs.Parse(joinPinArg(args)); err != nil {
 		return o, err
 	}
