@@ -333,6 +333,7 @@ func panels(rep *report) []panel {
 		}
 		return ratio(float64(r.Lat.P50), float64(f.Lat.P50))
 	})
+	syncPanels(add)
 	return ps
 }
 

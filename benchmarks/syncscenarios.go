@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -758,4 +759,28 @@ func syncTable(w *strings.Builder, rep *report, sc string, rs []*result) {
 				q(r.Wait, p50), maxAll, fmtRatio(ra), fmtCmds(r.ReqsPerOp), fmtCmds(r.CmdsPerOp), notes(r))
 		}
 	}
+}
+
+// syncPanels adds the chart panels of scenarios 11-13 through add (see
+// panels).
+func syncPanels(add func(sc, title string, isRatio bool, unit string, value func(r, floor *result) float64)) {
+	nan := math.NaN()
+	add("11", "11 · semaphore acquire+release p50, × floor (lower is better)", true, "×", func(r, f *result) float64 {
+		if f == nil || f.Lat == nil || r.Lat == nil {
+			return nan
+		}
+		return ratio(float64(r.Lat.P50), float64(f.Lat.P50))
+	})
+	add("12", "12 · semaphore, 16 goroutines on 4 permits: acquires/s, × floor (higher is better)", true, "×", func(r, f *result) float64 {
+		if f == nil {
+			return nan
+		}
+		return ratio(r.OpsPerSec, f.OpsPerSec)
+	})
+	add("13", "13 · latch, 64 waiters: last CountDown to every waiter woken, p50, ms (lower is better)", false, "ms", func(r, _ *result) float64 {
+		if r.Wait == nil {
+			return nan
+		}
+		return float64(r.Wait.P50) / float64(time.Millisecond)
+	})
 }
