@@ -7,8 +7,10 @@
 // Run it from this directory:
 //
 //	go run .                      # client and servers where the OS puts them
-//	go run . -pin                 # everything on CPU 0 (re-executes under taskset -c 0)
+//	go run . -pin 0               # everything on CPU 0 (re-executes under taskset -c 0)
+//	go run . -pin 0,1             # everything on CPUs 0 and 1 (taskset -c 0,1)
 //	go run . -out results         # also update the committed results
+//	go run . -h                   # the scenarios and the flags
 //
 // It prints a markdown table. Only with -out DIR does it write
 // results-<placement>.json, .md and chart-<placement>.svg into DIR, so a
@@ -33,7 +35,8 @@ import (
 	"time"
 )
 
-// pinnedEnv marks the child process re-executed under taskset by -pin.
+// pinnedEnv marks the child process re-executed under taskset by -pin; it
+// holds the CPU list.
 const pinnedEnv = "RLOCK_BENCH_PINNED"
 
 type options struct {
@@ -49,18 +52,19 @@ type options struct {
 	waiterLocks   int
 	waiterClients int
 	out           string
-	pin           bool
+	pin           string // CPU list for taskset -c; empty: not pinned
 	mini          bool
 	only          string
 	decay         int
+	summary       string
 }
 
 const usageHeader = `Usage: go run . [flags]   (in rlock's benchmarks/ directory)
 
 Compares rlock with the Go peers (redsync, bsm/redislock, rueidislock) and
 with the floor, SET NX PX plus a compare-and-delete script, the least work a
-Redis lock can do; and rlock's read-write lock with its reentrant lock on
-read-heavy loads (scenarios 8, 8s, 9). Every scenario runs every contender
+Redis lock can do; rlock's read-write lock with its reentrant lock; and
+rlock's semaphores and latch with their floors. Every scenario runs every contender
 in one run, interleaved over rounds, on redis-server processes it starts
 itself on free loopback ports (miniredis, with a note, when redis-server is
 missing). A full run takes several minutes.
@@ -68,9 +72,9 @@ missing). A full run takes several minutes.
 It prints a markdown table of every figure as a ratio to the floor measured
 in the same run. Files are written only with -out: -out results updates the
 committed results (results-<placement>.json and .md, chart-<placement>.svg;
-<placement> is unpinned, or one-cpu with -pin).
+<placement> is unpinned, one-cpu with -pin 0, or cpus-<list> with a longer
+-pin list). -pin 0 and -pin are the same: everything on CPU 0.
 
-Flags:
 `
 
 func main() {
@@ -81,8 +85,15 @@ func main() {
 	case err != nil:
 		os.Exit(2)
 	}
-	if o.pin && os.Getenv(pinnedEnv) == "" {
-		os.Exit(reexecPinned())
+	if o.summary != "" {
+		if err := printSummary(o.summary); err != nil {
+			fmt.Fprintln(os.Stderr, "benchmarks:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if o.pin != "" && os.Getenv(pinnedEnv) == "" {
+		os.Exit(reexecPinned(o.pin))
 	}
 	// Ctrl-C ends the run early; the servers are still stopped.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -106,9 +117,11 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.SetOutput(output)
 	fs.Usage = func() {
 		fmt.Fprint(output, usageHeader)
+		writeScenarioList(output)
+		fmt.Fprintln(output, "Flags:")
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.scenarios, "scenarios", "1,2,3,3s,4,5,6,6c,7,8,8s,9,10,11", "comma-separated scenarios to run")
+	fs.StringVar(&o.scenarios, "scenarios", allScenarioIDs(), "comma-separated scenarios to run (listed above)")
 	fs.DurationVar(&o.duration, "duration", 2*time.Second, "measuring time per contender, scenario and round")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds: every round runs every contender of every scenario once, in a rotating order")
 	fs.DurationVar(&o.section, "section", time.Millisecond, "critical section of the contended scenarios (busy work)")
@@ -120,11 +133,12 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	fs.IntVar(&o.waiterLocks, "waiter-locks", 1000, "locks the waiters of scenario 7 wait for")
 	fs.IntVar(&o.waiterClients, "waiter-clients", 1, "clients (processes) the waiters of scenario 7 are spread over")
 	fs.StringVar(&o.out, "out", "", "directory to write the JSON, markdown and SVG files into, e.g. results (the committed ones); default: none, the table is only printed")
-	fs.BoolVar(&o.pin, "pin", false, "run client and servers on CPU 0 only (re-executes under taskset -c 0)")
+	fs.Var(pinFlag{&o.pin}, "pin", "run client and servers on these CPUs only, a taskset -c `list` (-pin 0, -pin 0,1, -pin 0-3; -pin alone: CPU 0); re-executes under taskset")
 	fs.BoolVar(&o.mini, "miniredis", false, "use embedded miniredis instead of redis-server (figures dominated by miniredis)")
 	fs.StringVar(&o.only, "only", "", "run only contenders whose label contains this text (the floor always runs)")
-	fs.IntVar(&o.decay, "decay", 0, "instead of the scenarios: run this many lock+unlock cycles of the floor, rlock and rlock with a handle per operation on embedded miniredis (real-time TTLs) and print the rate over the run")
-	if err := fs.Parse(args); err != nil {
+	fs.IntVar(&o.decay, "decay", 0, "instead of the scenarios: run this many lock+unlock cycles of the floor, rlock (one handle; a handle per operation; an owner per operation) and the exactly-once Redisson-layout floor on embedded miniredis (real-time TTLs), interleaved, and print the rate per tenth and the keys left")
+	fs.StringVar(&o.summary, "summary", "", "instead of the scenarios: print the summary table (docs/benchmarks.md's) of this results JSON, e.g. results/results-one-cpu.json")
+	if err := fs.Parse(joinPinArg(args)); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
@@ -134,9 +148,9 @@ func parseFlags(args []string, output io.Writer) (options, error) {
 	return o, nil
 }
 
-// reexecPinned runs this program again under taskset -c 0, so that the
-// client and the redis-server processes it starts share CPU 0.
-func reexecPinned() int {
+// reexecPinned runs this program again under taskset -c cpus, so that the
+// client and the redis-server processes it starts share those CPUs.
+func reexecPinned(cpus string) int {
 	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchmarks: -pin:", err)
@@ -147,8 +161,8 @@ func reexecPinned() int {
 		fmt.Fprintln(os.Stderr, "benchmarks: -pin needs taskset (util-linux):", err)
 		return 1
 	}
-	cmd := exec.Command(taskset, append([]string{"-c", "0", self}, os.Args[1:]...)...)
-	cmd.Env = append(os.Environ(), pinnedEnv+"=1")
+	cmd := exec.Command(taskset, append([]string{"-c", cpus, self}, os.Args[1:]...)...)
+	cmd.Env = append(os.Environ(), pinnedEnv+"="+cpus)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
 		var exit *exec.ExitError
@@ -204,7 +218,7 @@ func run(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		}
 	}
 	if len(want) > 0 || len(scs) == 0 {
-		return fmt.Errorf("-scenarios %q: choose from 1-9, 3s, 6c and 8s", o.scenarios)
+		return fmt.Errorf("-scenarios %q: choose from %s (go run . -h lists them)", o.scenarios, allScenarioIDs())
 	}
 	if o.rounds < 1 || o.duration <= 0 || o.parallel < 1 || o.watchdogLocks < 1 || o.clusterLocks < 1 || o.waiters < 1 || o.waiterLocks < 1 || o.watchdogLease < 3*time.Millisecond {
 		return errors.New("-rounds, -duration, -parallel, -watchdog-locks, -cluster-locks, -waiters and -waiter-locks must be positive, -watchdog-lease at least 3ms")
@@ -390,8 +404,8 @@ func filter(cs []contender, only string, mini bool) []contender {
 
 func commandLine() string {
 	args := append([]string{"go run ."}, os.Args[1:]...)
-	if os.Getenv(pinnedEnv) != "" && !slices.Contains(args, "-pin") {
-		args = append(args, "-pin")
+	if cpus := os.Getenv(pinnedEnv); cpus != "" && !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(strings.TrimLeft(a, "-"), "pin") }) {
+		args = append(args, "-pin="+cpus)
 	}
 	return strings.Join(args, " ")
 }
@@ -422,9 +436,14 @@ func describeMachine(ctx context.Context, nodes []*node, mini bool) machine {
 	}
 	m.Tag = "unpinned"
 	m.Placement = fmt.Sprintf("unpinned: client on CPUs %s, redis-server on CPUs %s (the OS places them)", m.ClientCPUs, m.ServerCPUs)
-	if os.Getenv(pinnedEnv) != "" || (m.ClientCPUs != "" && !strings.ContainsAny(m.ClientCPUs, ",-")) {
+	oneCPU := m.ClientCPUs != "" && !strings.ContainsAny(m.ClientCPUs, ",-")
+	switch cpus := os.Getenv(pinnedEnv); {
+	case oneCPU:
 		m.Tag = "one-cpu"
 		m.Placement = fmt.Sprintf("pinned: client on CPU %s, redis-server on CPU %s (taskset)", m.ClientCPUs, m.ServerCPUs)
+	case cpus != "":
+		m.Tag = "cpus-" + strings.ReplaceAll(cpus, ",", "_")
+		m.Placement = fmt.Sprintf("pinned: client on CPUs %s, redis-server on CPUs %s (taskset -c %s)", m.ClientCPUs, m.ServerCPUs, cpus)
 	}
 	return m
 }

@@ -43,7 +43,7 @@ func smoke(t *testing.T, mini bool) {
 		window = 100 * time.Millisecond
 	}
 	o := options{
-		scenarios: "1,2,3,3s,4,5,6,6c,7,8,8s,9", duration: window, rounds: 2, section: time.Millisecond,
+		scenarios: "1,2,3,3s,4,5,6,6c,7,8,8s,9,11,12,13", duration: window, rounds: 2, section: time.Millisecond,
 		parallel: 4, watchdogLocks: 150, clusterLocks: 300, watchdogLease: lease, waiters: 60, waiterLocks: 6,
 		out: out, mini: mini,
 	}
@@ -52,7 +52,7 @@ func smoke(t *testing.T, mini bool) {
 		t.Fatal(err)
 	}
 	table := stdout.String()
-	for _, want := range []string{"### 1.", "### 2.", "### 3.", "### 4.", "### 5.", "### 6.", "### 7.", "### 8.", "### 8s.", "### 9.", "| rlock (rwlock)", "| rlock (reentrant lock for reads and writes)", "| floor (", "| redisson-floor (", "| rlock (reentrant)", "| redsync (", "| redislock ("} {
+	for _, want := range []string{"### 1.", "### 2.", "### 3.", "### 4.", "### 5.", "### 6.", "### 7.", "### 8.", "### 8s.", "### 9.", "### 11.", "### 12.", "### 13.", "| rlock (semaphore.New)", "| rlock (semaphore.NewExpirable", "| rlock (latch.New)", "| rlock (rwlock)", "| rlock (reentrant lock for reads and writes)", "| floor (", "| redisson-floor (", "| rlock (reentrant)", "| redsync (", "| redislock ("} {
 		if !strings.Contains(table, want) {
 			t.Errorf("the table lacks %q:\n%s", want, table)
 		}
@@ -96,6 +96,12 @@ func smoke(t *testing.T, mini bool) {
 			// writes): with half the calls writes, which keep new readers
 			// out while they wait, a window can pass without a read.
 			t.Errorf("%s in scenario %s: no operation completed", r.Contender, r.Scenario)
+		}
+		if r.Scenario == "12" && r.Figures["holders_max"] > semPermits {
+			t.Errorf("scenario 12, %s: %v holders at once on %d permits", r.Contender, r.Figures["holders_max"], semPermits)
+		}
+		if r.Scenario == "13" && (r.Figures["rounds_total"] < 1 || r.Wait == nil) {
+			t.Errorf("scenario 13, %s: no latch round measured", r.Contender)
 		}
 		if r.Figures["lost"] > 0 {
 			t.Errorf("scenario %s: the watchdog lost %v locks", r.Scenario, r.Figures["lost"])

@@ -135,6 +135,9 @@ func markdown(rep *report) string {
 		fmt.Fprintf(&w, "- One Redis round trip (PING): p50 %s, p99 %s\n", q(r.Lat, p50), q(r.Lat, p99))
 	}
 	w.WriteString("\n")
+	if sum := summary(rep); strings.Count(sum, "\n") > 2 {
+		w.WriteString("### Summary\n\nThe headline figure of each scenario; in brackets its ratio to the row's reference in this run (the floor; redsync for RedLock; the Redisson-layout floor for the latch). Every figure is in the sections below.\n\n" + sum + "\n")
+	}
 
 	for _, sc := range rep.Order {
 		if sc == "rtt" {
@@ -147,6 +150,14 @@ func markdown(rep *report) string {
 			continue
 		}
 		fl := rep.floor(sc)
+		if isSyncScenario(sc) {
+			syncTable(&w, rep, sc, rs)
+			if s := rep.Skipped[sc]; s != "" {
+				fmt.Fprintf(&w, "\n_%s_\n", s)
+			}
+			w.WriteString("\n")
+			continue
+		}
 		if isRWScenario(sc) {
 			rwTable(&w, rep, sc, rs)
 			if s := rep.Skipped[sc]; s != "" {
@@ -322,6 +333,7 @@ func panels(rep *report) []panel {
 		}
 		return ratio(float64(r.Lat.P50), float64(f.Lat.P50))
 	})
+	syncPanels(add)
 	return ps
 }
 

@@ -26,18 +26,18 @@ func rwScenarios() []scenario {
 		{id: "8s", title: "Read-heavy: 95% reads, 5% writes, 16 goroutines over 4 clients on one key, sleeping section (rlock rwlock vs reentrant)", contenders: rwContenders, run: runReadWrite},
 		{id: "9", title: "Write-heavy: 50% reads, 50% writes, 16 goroutines over 4 clients on one key, busy section (rlock rwlock vs reentrant)", contenders: rwContenders, run: runReadWrite},
 		{id: "10", title: "Write side as a mutex: writers only, 16 goroutines over 4 clients on one key, busy section (rlock rwlock write lock vs reentrant)", contenders: rwWriteContenders, run: runContended},
-		{id: "11", title: "Read-write lock uncontended: lock+unlock of one side, one goroutine (rlock rwlock vs reentrant)", contenders: rwUncontendedContenders, run: runUncontended},
+		{id: "10u", title: "Read-write lock uncontended: lock+unlock of one side, one goroutine (rlock rwlock vs reentrant)", contenders: rwUncontendedContenders, run: runUncontended},
 	}
 }
 
 // tableOf returns the scenario whose table shape scenario sc's results
 // take: scenario 10 is scenario 3's contended handoff with the write
-// side, scenario 11 scenario 1's uncontended lock+unlock with either side.
+// side, scenario 10u scenario 1's uncontended lock+unlock with either side.
 func tableOf(sc string) string {
 	switch sc {
 	case "10":
 		return "3"
-	case "11":
+	case "10u":
 		return "1"
 	}
 	return sc
@@ -53,7 +53,7 @@ func rwWriteContenders(*bench) []contender {
 	}
 }
 
-// rwUncontendedContenders: scenario 10's and the read side (scenario 11).
+// rwUncontendedContenders: scenario 10's and the read side (scenario 10u).
 func rwUncontendedContenders(b *bench) []contender {
 	return append(rwWriteContenders(b), contender{name: "rlock", config: "rwlock read side", open: openRlockSide(false)})
 }

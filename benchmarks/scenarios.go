@@ -58,7 +58,7 @@ func scenarios() []scenario {
 		{id: "6", title: "Watchdog at scale (rlock)", contenders: rlockOnly, run: runWatchdogScale, once: true},
 		{id: "6c", title: "Watchdog at scale on a 3-master cluster with replicas (rlock)", contenders: rlockOnly, run: runWatchdogCluster, once: true, cluster: true},
 		{id: "7", title: "Waiters at scale (rlock)", contenders: rlockOnly, run: runWaitersScale, once: true},
-	}, rwScenarios()...)
+	}, append(rwScenarios(), syncScenarios()...)...)
 }
 
 func single(*bench) []contender {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -104,6 +105,14 @@ func (r *result) add(o *result) {
 	for k, v := range o.Figures {
 		if r.Figures == nil {
 			r.Figures = map[string]float64{}
+		}
+		// Figures named *_total add up over the rounds, *_max keep the
+		// largest; the others are the last round's.
+		switch old, ok := r.Figures[k]; {
+		case ok && strings.HasSuffix(k, "_total"):
+			v += old
+		case ok && strings.HasSuffix(k, "_max"):
+			v = max(v, old)
 		}
 		r.Figures[k] = v
 	}

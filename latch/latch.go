@@ -243,6 +243,8 @@ func (l *Latch) Await(ctx context.Context) error {
 		return rlock.ErrClosed
 	}
 	defer w.Leave()
+	lk, me := joinLooks(l.env.Hub(), l.channel)
+	defer lk.leave()
 	timer := time.NewTimer(l.poll)
 	defer timer.Stop()
 	var last error
@@ -258,10 +260,15 @@ func (l *Latch) Await(ctx context.Context) error {
 		case <-l.env.Closing():
 			return rlock.ErrClosed
 		}
+		if lk.released(me) {
+			return nil // another waiter of this client found no count since this one joined
+		}
+		joined := lk.joined()
 		n, err := l.Count(ctx)
 		switch {
 		case err == nil && n <= 0:
-			w.WakeOthers() // a "0" woke one waiter of this client: the others look too
+			lk.foundZero(joined)
+			w.WakeOthers() // a "0" woke one waiter of this client: the others return (see looks.go)
 			return nil
 		case err == nil:
 			last = nil
