@@ -22,7 +22,7 @@ type looksKey struct {
 // and remembers below which number a look found no count.
 type looks struct {
 	key   looksKey
-	users int    // Await calls using it; guarded by looksMu
+	users int // Await calls using it; guarded by looksMu
 	mu    sync.Mutex
 	joins uint64 // Await calls numbered so far
 	zero  uint64 // the calls numbered below it joined before a look found no count

@@ -170,7 +170,7 @@ func TestReentryWithShortLeaseKeepsWatchdogProtection(t *testing.T) {
 		ctx := context.Background()
 		name := redistest.Name(t)
 		l := newLock(t, newClient(t, b), name)
-		require.NoError(t, l.Lock(ctx)) // watchdog mode: a 30 s lease
+		require.NoError(t, l.Lock(ctx))                                // watchdog mode: a 30 s lease
 		require.NoError(t, l.LockLease(l.Ctx(), 200*time.Millisecond)) // re-entry
 		ttl, err := l.TTL(ctx)
 		require.NoError(t, err)

@@ -18,7 +18,7 @@ type holding struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	marked markedCtx // ctx marked with the handle's gate (see began)
-	token  int64 // fencing token, 0 without fencing
+	token  int64     // fencing token, 0 without fencing
 
 	// lock and owner name the holding for its end's report (see began);
 	// start is when it began, when anything reports its end.
