@@ -121,8 +121,11 @@ func TestReacquireWithLeaseOnBusyNodeOutlivedByRenewal(t *testing.T) {
 			require.NoError(t, err)
 			close(bn.next)
 		case bn.next <- struct{}{}: // it was: the round ends, Unlock and LockLease go on
-			require.NoError(t, <-took)
+			// Let every later round go too before waiting: a tick due
+			// meanwhile may start a round with the lease still in it,
+			// which Unlock's StopAndWait then waits for.
 			close(bn.next)
+			require.NoError(t, <-took)
 		}
 
 		rdb := b.NewClient(t)
