@@ -40,6 +40,15 @@ var (
 	// undone. Lock retries within its context; TryLock returns it.
 	ErrNotReplicated = base.ErrNotReplicated
 
+	// ErrMayBeLost means a write that cannot be undone (a latch's
+	// TrySetCount, CountDown or Delete) was applied on a master with
+	// connected replicas, but none acknowledged it within the replica-sync
+	// timeout (WAIT), or waiting for them failed: the write stands on the
+	// master, and a failover before it reaches a replica would lose it.
+	// The call was not undone and must not be repeated blindly (a second
+	// CountDown counts down again).
+	ErrMayBeLost = base.ErrMayBeLost
+
 	// ErrUnexpectedReply means Redis answered a lock script with a reply of
 	// the wrong shape (for example, a key of another type under the lock's
 	// name). It is never read as "acquired".

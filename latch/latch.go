@@ -202,11 +202,17 @@ func (l *Latch) write(ctx context.Context, script *redis.Script, args func(id st
 				return 0, fmt.Errorf("latch %q: %w (last error: %w)", l.name, ctx.Err(), err)
 			}
 		}
+		cmd, synced := l.env.RunSynced(ctx, script, keys, argv...)
 		var r int64
-		r, err = l.env.Run(ctx, script, keys, argv...).Int64()
+		r, err = cmd.Int64()
 		switch {
 		case err == nil && r == -1:
 			return 0, fmt.Errorf("%w: latch %q is not a string holding a count", rlock.ErrWrongType, l.name)
+		case err == nil && r > 0 && synced.Unsynced():
+			// A write that changed the latch (or a re-sent copy of one),
+			// not known to be on any replica. It cannot be undone: a
+			// count-down may have released waiters already.
+			return r, fmt.Errorf("%w: latch %q: %s", rlock.ErrMayBeLost, l.name, synced.Describe("the write"))
 		case err == nil:
 			return r, nil
 		case isReply(err, "WRONGTYPE"):
