@@ -34,10 +34,13 @@ var (
 	// has no expiry (written by a foreign client without PEXPIRE).
 	ErrNoExpiry = base.ErrNoExpiry
 
-	// ErrNotReplicated means a lock was granted on a master with connected
-	// replicas, but none acknowledged the write within the replica-sync
-	// timeout (WAIT), so a failover could have lost it: the acquisition was
-	// undone. Lock retries within its context; TryLock returns it.
+	// ErrNotReplicated means a lock (or a semaphore's permits, by an
+	// acquire or a drain) was granted on a master with connected replicas,
+	// but none acknowledged the write within the replica-sync timeout
+	// (WAIT), so a failover could have lost it: the acquisition was undone
+	// and the caller holds nothing. Lock and a semaphore's Acquire retry
+	// within their context; TryLock, TryAcquire and DrainPermits return
+	// it.
 	ErrNotReplicated = base.ErrNotReplicated
 
 	// ErrMayBeLost means a write that cannot be undone (a latch's

@@ -89,7 +89,9 @@ func acquireOptions(opts []AcquireOption) (acquireConfig, error) {
 // it is given back); rlock.ErrClosed when the client closes;
 // rlock.ErrInvalidArgument for a bad option; rlock.ErrWrongType when the
 // counter holds something else; or the Redis client's error (an attempt
-// whose reply was lost is given back).
+// whose reply was lost is given back). A grant that no replica
+// acknowledged (replica sync, see the package doc) is given back and
+// tried again after a pause.
 func (e *Expirable) Acquire(ctx context.Context, opts ...AcquireOption) (*Permit, error) {
 	ps, err := e.AcquireN(ctx, 1, opts...)
 	if err != nil {
@@ -180,8 +182,10 @@ func (e *Expirable) wait(next time.Time, pause bool) time.Duration {
 }
 
 // TryAcquire takes one permit if one is available now (after reclaiming
-// expired ones). It returns nil and no error when none is. Errors are as
-// Acquire's.
+// expired ones). It returns nil and no error when none is. A grant that no
+// replica acknowledged (replica sync, see the package doc) is given back
+// exactly once, and nil returned with an error wrapping
+// rlock.ErrNotReplicated. Other errors are as Acquire's.
 func (e *Expirable) TryAcquire(ctx context.Context, opts ...AcquireOption) (*Permit, error) {
 	ps, err := e.TryAcquireN(ctx, 1, opts...)
 	if err != nil || ps == nil {
@@ -192,7 +196,7 @@ func (e *Expirable) TryAcquire(ctx context.Context, opts ...AcquireOption) (*Per
 
 // TryAcquireN takes n permits if n are available now (after reclaiming
 // expired ones), all or none; it returns nil and no error when fewer are.
-// Errors are as AcquireN's.
+// Errors are as TryAcquire's.
 func (e *Expirable) TryAcquireN(ctx context.Context, n int, opts ...AcquireOption) ([]*Permit, error) {
 	cfg, err := acquireOptions(opts)
 	if err != nil {
@@ -438,8 +442,8 @@ func (e *Expirable) LeaseTime(ctx context.Context, id string) (time.Duration, er
 // available; a count below zero is left as it is). The permits taken
 // have no IDs: give them back with AddPermits. Applied exactly once; a
 // copy re-sent after a lost reply changes nothing, and the call then
-// reports 0 (the permits are taken all the same). Errors are as
-// Semaphore.DrainPermits'.
+// reports 0 (the permits are taken all the same). Errors, and what a
+// drain no replica acknowledged does, are as Semaphore.DrainPermits'.
 func (e *Expirable) DrainPermits(ctx context.Context) (int64, error) {
 	if e.s.c.Closed() {
 		return 0, rlock.ErrClosed

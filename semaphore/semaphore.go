@@ -119,7 +119,8 @@ func checkN(what string, n int) error {
 // rlock.ErrClosed when the client closes; rlock.ErrInvalidArgument for
 // n <= 0; rlock.ErrWrongType when the key holds something else; or the
 // Redis client's error (the attempt it failed is undone if it ran, see
-// the package doc).
+// the package doc). A grant that no replica acknowledged (replica sync,
+// see the package doc) is given back and tried again after a pause.
 func (s *Semaphore) Acquire(ctx context.Context, n int) error {
 	if err := checkN("acquire", n); err != nil {
 		return err
@@ -201,8 +202,10 @@ func (s *Semaphore) undone(err error) (bool, error) {
 
 // TryAcquire takes n permits if that many are available now, and reports
 // whether it did; it never waits for permits. A grant that raced with the
-// end of ctx is given back, and ctx's error returned. Errors are as
-// Acquire's.
+// end of ctx is given back, and ctx's error returned. A grant that no
+// replica acknowledged (replica sync, see the package doc) is given back
+// exactly once, and an error wrapping rlock.ErrNotReplicated returned
+// with false. Other errors are as Acquire's.
 func (s *Semaphore) TryAcquire(ctx context.Context, n int) (bool, error) {
 	if err := checkN("acquire", n); err != nil {
 		return false, err
@@ -409,7 +412,9 @@ func (s *Semaphore) AvailablePermits(ctx context.Context) (int64, error) {
 // (0 when none were available; a count below zero is left as it is).
 // Applied exactly once; a copy re-sent after a lost reply leaves the count
 // alone, and the call then reports 0 (the permits are taken all the same).
-// Errors are as Release's.
+// A drain that no replica acknowledged (replica sync, see the package doc)
+// gives the permits back (AddPermits, applied once) and reports 0 with an
+// error wrapping rlock.ErrNotReplicated. Other errors are as Release's.
 func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
 	if s.c.Closed() {
 		return 0, rlock.ErrClosed
