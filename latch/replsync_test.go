@@ -2,6 +2,8 @@ package latch_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -28,6 +30,7 @@ func TestReplicaSyncReportsUnreplicatedLatchWrites(t *testing.T) {
 	name := redistest.Name(t)
 	l := newLatch(t, c, name)
 
+	acked(t, c, name)
 	ok, err := l.TrySetCount(ctx, 3)
 	require.NoError(t, err, "the replica acknowledges")
 	require.True(t, ok)
@@ -54,6 +57,26 @@ func TestReplicaSyncReportsUnreplicatedLatchWrites(t *testing.T) {
 
 	r.Replica.Thaw()
 	r.WaitSynced(t)
+	acked(t, c, name)
 	require.NoError(t, l.CountDown(ctx), "acknowledged again")
 	require.NoError(t, l.Await(ctx))
+}
+
+// acked waits until the replica acknowledges the writes of c (a replica
+// just started, or just thawed, may take longer than the WAIT timeout the
+// first time): it sets the count of throwaway latches until one set
+// passes.
+func acked(t *testing.T, c *rlock.Client, name string) {
+	t.Helper()
+	i := 0
+	var last error // a failure other than the one waited out
+	require.Eventually(t, func() bool {
+		i++
+		_, err := newLatch(t, c, fmt.Sprintf("%s:warm-up-%d", name, i)).TrySetCount(context.Background(), 1)
+		if err != nil && !errors.Is(err, rlock.ErrMayBeLost) {
+			last = err
+		}
+		return err == nil
+	}, 10*time.Second, 10*time.Millisecond, "the replica acknowledges")
+	require.NoError(t, last)
 }
