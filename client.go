@@ -163,7 +163,10 @@ func WithLogger(l *slog.Logger) ClientOption {
 // the same connection to the lock's master). Replica sync is on by
 // default: when the master has connected replicas and none acknowledges
 // in time, the acquisition is undone, TryLock returns
-// ErrNotReplicated and Lock tries again within its context. Partial
+// ErrNotReplicated and Lock tries again within its context. The
+// semaphores' acquisitions and drains are undone the same way, and a
+// latch's writes, which cannot be undone, report ErrMayBeLost (see
+// packages semaphore and latch). Partial
 // acknowledgement passes; a master without replicas is not waited on. On a
 // cluster, MOVED, ASK and TRYAGAIN replies (a slot migration) are followed
 // as the ClusterClient follows them. It needs a *redis.Client (plain or

@@ -34,11 +34,23 @@ var (
 	// has no expiry (written by a foreign client without PEXPIRE).
 	ErrNoExpiry = base.ErrNoExpiry
 
-	// ErrNotReplicated means a lock was granted on a master with connected
-	// replicas, but none acknowledged the write within the replica-sync
-	// timeout (WAIT), so a failover could have lost it: the acquisition was
-	// undone. Lock retries within its context; TryLock returns it.
+	// ErrNotReplicated means a lock (or a semaphore's permits, by an
+	// acquire or a drain) was granted on a master with connected replicas,
+	// but none acknowledged the write within the replica-sync timeout
+	// (WAIT), so a failover could have lost it: the acquisition was undone
+	// and the caller holds nothing. Lock and a semaphore's Acquire retry
+	// within their context; TryLock, TryAcquire and DrainPermits return
+	// it.
 	ErrNotReplicated = base.ErrNotReplicated
+
+	// ErrMayBeLost means a write that cannot be undone (a latch's
+	// TrySetCount, CountDown or Delete) was applied on a master with
+	// connected replicas, but none acknowledged it within the replica-sync
+	// timeout (WAIT), or waiting for them failed: the write stands on the
+	// master, and a failover before it reaches a replica would lose it.
+	// The call was not undone and must not be repeated blindly (a second
+	// CountDown counts down again).
+	ErrMayBeLost = base.ErrMayBeLost
 
 	// ErrUnexpectedReply means Redis answered a lock script with a reply of
 	// the wrong shape (for example, a key of another type under the lock's

@@ -22,6 +22,20 @@
 //     is rlock.ErrInvalidArgument, a key holding anything but a decimal
 //     integer is rlock.ErrWrongType (and is left alone).
 //
+// Replica sync: every write shares the client's replica sync with the
+// locks (rlock.WithReplicaSync, on by default for a *redis.Client or a
+// *redis.ClusterClient): the script and WAIT go in one pipeline on the
+// latch's master. A write that changed the latch, on a master with a
+// connected replica of which none acknowledged it within the timeout (or
+// WAIT failed after the script ran), cannot be undone (a CountDown to zero
+// has released the waiters already): the call returns its usual result
+// with an error wrapping rlock.ErrMayBeLost, and the caller must assume
+// the write is applied on the current master, exactly once, and may
+// vanish if that master fails over before a replica copies it (a lost
+// TrySetCount leaves the latch open; a lost CountDown or Delete keeps
+// waiters waiting). Calling CountDown again is not a retry: it counts down
+// again. A write that changed nothing reports no such error.
+//
 // Waiters share the client's pub/sub hub (one subscription per latch per
 // client) and its pub/sub mode (classic or sharded, see
 // rlock.WithPubSubMode). On Redis Cluster, a name with a hash tag of its

@@ -95,6 +95,9 @@ func (l *Latch) Name() string { return l.name }
 // call re-sent by the Redis client after a lost reply sets nothing twice
 // and is answered as the first was. If ctx ends while the call is in
 // flight, it returns ctx's error and the count may or may not be set.
+// A set that no replica acknowledged (replica sync, see the package doc)
+// reports true with an error wrapping rlock.ErrMayBeLost: the count is set
+// on the master and may vanish on failover.
 func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 	if n <= 0 {
 		return false, fmt.Errorf("%w: latch count %d is not positive", rlock.ErrInvalidArgument, n)
@@ -115,7 +118,10 @@ func (l *Latch) TrySetCount(ctx context.Context, n int64) (bool, error) {
 // rlock.WithReplayWindow). It reports rlock.ErrWrongType when the key
 // holds something else. If ctx ends while the call is in flight, it
 // returns ctx's error and the count may or may not have been decremented
-// (once at most).
+// (once at most). A count-down that no replica acknowledged (replica
+// sync, see the package doc) returns an error wrapping rlock.ErrMayBeLost:
+// it is applied on the master, once, and may be lost on failover; do not
+// call CountDown again for it.
 func (l *Latch) CountDown(ctx context.Context) error {
 	_, err := l.write(ctx, lua.LatchCountDown, func(id string) []any {
 		return []any{id, l.window(), l.env.Publish(ctx)}
@@ -165,7 +171,10 @@ type getter interface {
 // It reports rlock.ErrWrongType, deleting nothing, when the key holds
 // something else. A re-sent copy is answered as the first was. If ctx
 // ends while the call is in flight, it returns ctx's error and the latch
-// may or may not be deleted.
+// may or may not be deleted. A delete that no replica acknowledged
+// (replica sync, see the package doc) reports true with an error wrapping
+// rlock.ErrMayBeLost: the latch is gone from the master, and may come back
+// on failover.
 func (l *Latch) Delete(ctx context.Context) (bool, error) {
 	r, err := l.write(ctx, lua.LatchDelete, func(id string) []any {
 		return []any{id, l.window(), l.env.Publish(ctx)}
@@ -188,7 +197,9 @@ const writePause = 10 * time.Millisecond
 // arguments args builds around it, and returns its integer reply. A
 // failure with no reply (a timeout, a broken connection) is retried with
 // the same ID, so the operation happens at most once; a -1 reply is
-// rlock.ErrWrongType.
+// rlock.ErrWrongType. With replica sync on, a positive reply (the latch
+// changed, or a re-sent copy of a change) that no replica acknowledged is
+// returned with an error wrapping rlock.ErrMayBeLost.
 func (l *Latch) write(ctx context.Context, script *redis.Script, args func(id string) []any) (int64, error) {
 	id := l.env.RequestID()
 	keys := []string{l.name, l.channel, l.ops}
@@ -202,11 +213,17 @@ func (l *Latch) write(ctx context.Context, script *redis.Script, args func(id st
 				return 0, fmt.Errorf("latch %q: %w (last error: %w)", l.name, ctx.Err(), err)
 			}
 		}
+		cmd, synced := l.env.RunSynced(ctx, script, keys, argv...)
 		var r int64
-		r, err = l.env.Run(ctx, script, keys, argv...).Int64()
+		r, err = cmd.Int64()
 		switch {
 		case err == nil && r == -1:
 			return 0, fmt.Errorf("%w: latch %q is not a string holding a count", rlock.ErrWrongType, l.name)
+		case err == nil && r > 0 && synced.Unsynced():
+			// A write that changed the latch (or a re-sent copy of one),
+			// not known to be on any replica. It cannot be undone: a
+			// count-down may have released waiters already.
+			return r, fmt.Errorf("%w: latch %q: %s", rlock.ErrMayBeLost, l.name, synced.Describe("the write"))
 		case err == nil:
 			return r, nil
 		case isReply(err, "WRONGTYPE"):

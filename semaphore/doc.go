@@ -60,6 +60,23 @@
 // Every call's keys share one hash slot, so the scripts run unchanged on
 // Redis Cluster.
 //
+// # Replica sync
+//
+// Acquisitions and drains share the client's replica sync with the locks
+// (rlock.WithReplicaSync, on by default for a *redis.Client or a
+// *redis.ClusterClient): the script and WAIT go in one pipeline on the
+// semaphore's master, and when the master has a connected replica and
+// none acknowledged the grant within the timeout (or WAIT failed after
+// the script ran), a failover could lose it and hand the permits out
+// again, so the grant is undone: the permits are given back exactly once
+// (under the acquire's operation ID, or each permit's ID), TryAcquire and
+// DrainPermits return an error wrapping rlock.ErrNotReplicated and the
+// caller holds nothing, and a waiting Acquire logs a warning, pauses and
+// tries again within its ctx, as a waiting Lock does. Releases, permit
+// changes and lease updates are not waited for, as a lock's unlock is not:
+// a failover that loses one leaves fewer permits available, never more
+// holders than permits.
+//
 // # Expirable
 //
 // An Expirable's counter holds the available permits, and

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/internal/base"
+	"github.com/rlock-go/rlock/internal/core"
 	"github.com/rlock-go/rlock/internal/lua"
 	"github.com/rlock-go/rlock/internal/renewal"
 )
@@ -88,7 +89,9 @@ func acquireOptions(opts []AcquireOption) (acquireConfig, error) {
 // it is given back); rlock.ErrClosed when the client closes;
 // rlock.ErrInvalidArgument for a bad option; rlock.ErrWrongType when the
 // counter holds something else; or the Redis client's error (an attempt
-// whose reply was lost is given back).
+// whose reply was lost is given back). A grant that no replica
+// acknowledged (replica sync, see the package doc) is given back and
+// tried again after a pause.
 func (e *Expirable) Acquire(ctx context.Context, opts ...AcquireOption) (*Permit, error) {
 	ps, err := e.AcquireN(ctx, 1, opts...)
 	if err != nil {
@@ -121,6 +124,7 @@ func (e *Expirable) AcquireN(ctx context.Context, n int, opts ...AcquireOption) 
 		return nil, err
 	}
 	ps, next, err := e.attemptN(ctx, cfg, n)
+	pause, err := e.s.undone(err)
 	if err != nil || ps != nil {
 		return ps, err
 	}
@@ -129,7 +133,7 @@ func (e *Expirable) AcquireN(ctx context.Context, n int, opts ...AcquireOption) 
 		return nil, rlock.ErrClosed
 	}
 	defer w.Leave()
-	timer := time.NewTimer(e.wait(next))
+	timer := time.NewTimer(e.wait(next, pause))
 	defer timer.Stop()
 	for {
 		select {
@@ -140,7 +144,8 @@ func (e *Expirable) AcquireN(ctx context.Context, n int, opts ...AcquireOption) 
 		case <-w.C:
 		case <-timer.C:
 		}
-		if ps, next, err = e.attemptN(ctx, cfg, n); err != nil || ps != nil {
+		ps, next, err = e.attemptN(ctx, cfg, n)
+		if pause, err = e.s.undone(err); err != nil || ps != nil {
 			return ps, err
 		}
 		if !timer.Stop() {
@@ -149,7 +154,7 @@ func (e *Expirable) AcquireN(ctx context.Context, n int, opts ...AcquireOption) 
 			default:
 			}
 		}
-		timer.Reset(e.wait(next))
+		timer.Reset(e.wait(next, pause))
 	}
 }
 
@@ -162,9 +167,14 @@ func checkPerCall(n int) error {
 }
 
 // wait is how long a waiter sleeps at most: until the nearest expiry (a
-// little after it, for clock skew), bounded by the poll interval.
-func (e *Expirable) wait(next time.Time) time.Duration {
+// little after it, for clock skew), bounded by the poll interval, and by
+// the pause after an acquire undone for lack of replica acknowledgement
+// when pause is set.
+func (e *Expirable) wait(next time.Time, pause bool) time.Duration {
 	d := e.s.poll
+	if pause {
+		d = min(d, core.NotReplicatedPause)
+	}
 	if !next.IsZero() {
 		d = min(d, max(time.Until(next)+time.Millisecond, time.Millisecond))
 	}
@@ -172,8 +182,10 @@ func (e *Expirable) wait(next time.Time) time.Duration {
 }
 
 // TryAcquire takes one permit if one is available now (after reclaiming
-// expired ones). It returns nil and no error when none is. Errors are as
-// Acquire's.
+// expired ones). It returns nil and no error when none is. A grant that no
+// replica acknowledged (replica sync, see the package doc) is given back
+// exactly once, and nil returned with an error wrapping
+// rlock.ErrNotReplicated. Other errors are as Acquire's.
 func (e *Expirable) TryAcquire(ctx context.Context, opts ...AcquireOption) (*Permit, error) {
 	ps, err := e.TryAcquireN(ctx, 1, opts...)
 	if err != nil || ps == nil {
@@ -184,7 +196,7 @@ func (e *Expirable) TryAcquire(ctx context.Context, opts ...AcquireOption) (*Per
 
 // TryAcquireN takes n permits if n are available now (after reclaiming
 // expired ones), all or none; it returns nil and no error when fewer are.
-// Errors are as AcquireN's.
+// Errors are as TryAcquire's.
 func (e *Expirable) TryAcquireN(ctx context.Context, n int, opts ...AcquireOption) ([]*Permit, error) {
 	cfg, err := acquireOptions(opts)
 	if err != nil {
@@ -238,8 +250,9 @@ func (e *Expirable) attemptN(ctx context.Context, cfg acquireConfig, n int) ([]*
 		}
 		return first
 	}
-	res, err := e.s.c.Run(detached(ctx), lua.ExpAcquire, []string{e.s.name, e.timeout, e.s.channel, e.s.ops},
-		args...).Int64Slice()
+	cmd, synced := e.s.c.RunSynced(detached(ctx), lua.ExpAcquire, []string{e.s.name, e.timeout, e.s.channel, e.s.ops},
+		args...)
+	res, err := cmd.Int64Slice()
 	if err == nil && len(res) == 0 {
 		err = fmt.Errorf("%w: acquire replied %v", rlock.ErrUnexpectedReply, res)
 	}
@@ -258,6 +271,15 @@ func (e *Expirable) attemptN(ctx context.Context, cfg acquireConfig, n int) ([]*
 			next = time.UnixMilli(res[1])
 		}
 		return nil, next, nil
+	}
+	if synced.Unsynced() {
+		// The grant may be lost on failover: give the permits back (each
+		// release by ID returns its permit once, whatever copies ran).
+		why := fmt.Errorf("%w: semaphore %q: %s", rlock.ErrNotReplicated, e.s.name, synced.Describe(fmt.Sprintf("the acquire of %d permits", n)))
+		if cerr := giveBack(); cerr != nil {
+			return nil, time.Time{}, fmt.Errorf("%w (and giving the permits back failed: %w)", why, cerr)
+		}
+		return nil, time.Time{}, why
 	}
 	if err := ctx.Err(); err != nil {
 		if cerr := giveBack(); cerr != nil {
@@ -420,8 +442,8 @@ func (e *Expirable) LeaseTime(ctx context.Context, id string) (time.Duration, er
 // available; a count below zero is left as it is). The permits taken
 // have no IDs: give them back with AddPermits. Applied exactly once; a
 // copy re-sent after a lost reply changes nothing, and the call then
-// reports 0 (the permits are taken all the same). Errors are as
-// Semaphore.DrainPermits'.
+// reports 0 (the permits are taken all the same). Errors, and what a
+// drain no replica acknowledged does, are as Semaphore.DrainPermits'.
 func (e *Expirable) DrainPermits(ctx context.Context) (int64, error) {
 	if e.s.c.Closed() {
 		return 0, rlock.ErrClosed
@@ -431,10 +453,11 @@ func (e *Expirable) DrainPermits(ctx context.Context) (int64, error) {
 	var err error
 	for range 3 {
 		var v int64
-		v, err = e.s.c.Run(detached(ctx), lua.ExpDrain, []string{e.s.name, e.timeout, e.s.channel, e.s.ops},
-			time.Now().UnixMilli(), pub, id, e.s.c.ReplayWindow()).Int64()
+		cmd, synced := e.s.c.RunSynced(detached(ctx), lua.ExpDrain, []string{e.s.name, e.timeout, e.s.channel, e.s.ops},
+			time.Now().UnixMilli(), pub, id, e.s.c.ReplayWindow())
+		v, err = cmd.Int64()
 		if err == nil {
-			return v, nil
+			return e.s.drained(ctx, v, synced)
 		}
 		if isReply(err) {
 			return 0, e.s.scriptErr("drain", err)

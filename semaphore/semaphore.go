@@ -119,7 +119,8 @@ func checkN(what string, n int) error {
 // rlock.ErrClosed when the client closes; rlock.ErrInvalidArgument for
 // n <= 0; rlock.ErrWrongType when the key holds something else; or the
 // Redis client's error (the attempt it failed is undone if it ran, see
-// the package doc).
+// the package doc). A grant that no replica acknowledged (replica sync,
+// see the package doc) is given back and tried again after a pause.
 func (s *Semaphore) Acquire(ctx context.Context, n int) error {
 	if err := checkN("acquire", n); err != nil {
 		return err
@@ -130,7 +131,9 @@ func (s *Semaphore) Acquire(ctx context.Context, n int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if ok, _, err := s.attempt(ctx, n, waiting{register: true}); err != nil || ok {
+	ok, _, err := s.attempt(ctx, n, waiting{register: true})
+	pause, err := s.undone(err)
+	if err != nil || ok {
 		return err
 	}
 	w, joined := s.c.Hub().JoinCounting(s.channel, s.passOn)
@@ -146,6 +149,9 @@ func (s *Semaphore) Acquire(ctx context.Context, n int) error {
 		w.Leave()
 	}()
 	timer := time.NewTimer(s.poll)
+	if pause {
+		timer.Reset(min(s.poll, core.NotReplicatedPause))
+	}
 	defer timer.Stop()
 	for {
 		select {
@@ -157,6 +163,7 @@ func (s *Semaphore) Acquire(ctx context.Context, n int) error {
 		case <-timer.C:
 		}
 		ok, left, err := s.attempt(ctx, n, waiting{register: true, last: w.Alone()})
+		pause, err := s.undone(err)
 		if err != nil {
 			return err
 		}
@@ -173,14 +180,32 @@ func (s *Semaphore) Acquire(ctx context.Context, n int) error {
 			default:
 			}
 		}
-		timer.Reset(s.poll)
+		if pause {
+			timer.Reset(min(s.poll, core.NotReplicatedPause))
+		} else {
+			timer.Reset(s.poll)
+		}
 	}
+}
+
+// undone turns the failure of a waiting acquire's attempt that was undone
+// for lack of replica acknowledgement (rlock.ErrNotReplicated) into a
+// pause before the next attempt, as a waiting Lock does; any other error
+// is returned as it is.
+func (s *Semaphore) undone(err error) (bool, error) {
+	if !errors.Is(err, rlock.ErrNotReplicated) {
+		return false, err
+	}
+	s.c.Logger().Warn("rlock: semaphore acquire undone, no replica acknowledged it; trying again", "semaphore", s.name, "err", err)
+	return true, nil
 }
 
 // TryAcquire takes n permits if that many are available now, and reports
 // whether it did; it never waits for permits. A grant that raced with the
-// end of ctx is given back, and ctx's error returned. Errors are as
-// Acquire's.
+// end of ctx is given back, and ctx's error returned. A grant that no
+// replica acknowledged (replica sync, see the package doc) is given back
+// exactly once, and an error wrapping rlock.ErrNotReplicated returned
+// with false. Other errors are as Acquire's.
 func (s *Semaphore) TryAcquire(ctx context.Context, n int) (bool, error) {
 	if err := checkN("acquire", n); err != nil {
 		return false, err
@@ -212,8 +237,9 @@ func (s *Semaphore) attempt(ctx context.Context, n int, wt waiting) (bool, int64
 	if wt.last {
 		last = "1"
 	}
-	res, err := s.c.Run(detached(ctx), lua.SemAcquire, []string{s.name, s.ops, s.waiters},
-		n, id, s.c.ReplayWindow(), desig, (s.poll + registrationGrace).Milliseconds(), last).Int64Slice()
+	cmd, synced := s.c.RunSynced(detached(ctx), lua.SemAcquire, []string{s.name, s.ops, s.waiters},
+		n, id, s.c.ReplayWindow(), desig, (s.poll + registrationGrace).Milliseconds(), last)
+	res, err := cmd.Int64Slice()
 	if err == nil && len(res) != 3 {
 		err = fmt.Errorf("%w: acquire replied %v", rlock.ErrUnexpectedReply, res)
 	}
@@ -228,6 +254,15 @@ func (s *Semaphore) attempt(ctx context.Context, n int, wt waiting) (bool, int64
 	}
 	if res[0] != 1 {
 		return false, res[1], nil
+	}
+	if synced.Unsynced() {
+		// The grant may be lost on failover: give it back (the cancel
+		// script returns the permits once, whatever copies ran).
+		why := fmt.Errorf("%w: semaphore %q: %s", rlock.ErrNotReplicated, s.name, synced.Describe(fmt.Sprintf("the acquire of %d permits", n)))
+		if cerr := s.cancel(ctx, id, n); cerr != nil {
+			return false, 0, fmt.Errorf("%w (and giving the permits back failed: %w)", why, cerr)
+		}
+		return false, 0, why
 	}
 	if err := ctx.Err(); err != nil {
 		if cerr := s.cancel(ctx, id, n); cerr != nil {
@@ -377,7 +412,9 @@ func (s *Semaphore) AvailablePermits(ctx context.Context) (int64, error) {
 // (0 when none were available; a count below zero is left as it is).
 // Applied exactly once; a copy re-sent after a lost reply leaves the count
 // alone, and the call then reports 0 (the permits are taken all the same).
-// Errors are as Release's.
+// A drain that no replica acknowledged (replica sync, see the package doc)
+// gives the permits back (AddPermits, applied once) and reports 0 with an
+// error wrapping rlock.ErrNotReplicated. Other errors are as Release's.
 func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
 	if s.c.Closed() {
 		return 0, rlock.ErrClosed
@@ -385,16 +422,31 @@ func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
 	id := s.c.RequestID()
 	var err error
 	for range 3 {
+		cmd, synced := s.c.RunSynced(detached(ctx), lua.SemDrain, []string{s.name, s.ops}, id, s.c.ReplayWindow())
 		var v int64
-		v, err = s.c.Run(detached(ctx), lua.SemDrain, []string{s.name, s.ops}, id, s.c.ReplayWindow()).Int64()
+		v, err = cmd.Int64()
 		if err == nil {
-			return v, nil
+			return s.drained(ctx, v, synced)
 		}
 		if isReply(err) {
 			return 0, s.scriptErr("drain", err)
 		}
 	}
 	return 0, fmt.Errorf("semaphore %q: drain: %w", s.name, err)
+}
+
+// drained concludes a drain that took v permits: when no replica is known
+// to have it (see RunSynced), it gives the v permits back (AddPermits,
+// applied once) and reports rlock.ErrNotReplicated.
+func (s *Semaphore) drained(ctx context.Context, v int64, synced core.Synced) (int64, error) {
+	if v <= 0 || !synced.Unsynced() {
+		return v, nil
+	}
+	why := fmt.Errorf("%w: semaphore %q: %s", rlock.ErrNotReplicated, s.name, synced.Describe(fmt.Sprintf("the drain of %d permits", v)))
+	if _, err := s.write(ctx, "give drained permits back", lua.SemAdd, int(v)); err != nil {
+		return 0, fmt.Errorf("%w (and giving the permits back failed: %w)", why, err)
+	}
+	return 0, why
 }
 
 // scriptErr names the semaphore in a script's failure, mapping a key of

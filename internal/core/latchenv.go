@@ -44,6 +44,12 @@ func (e LatchEnv) Run(ctx context.Context, s *redis.Script, keys []string, args 
 	return e.c.run(ctx, s, keys, args...)
 }
 
+// RunSynced runs a write script with replica sync when the client has it
+// on (see Client.RunSynced).
+func (e LatchEnv) RunSynced(ctx context.Context, s *redis.Script, keys []string, args ...any) (*redis.Cmd, Synced) {
+	return e.c.RunSynced(ctx, s, keys, args...)
+}
+
 // Read runs f, which must change nothing on the server, and returns at
 // once with ctx's error when ctx ends first (f finishes in the
 // background); base.ErrClosed once the client is closing.

@@ -2,7 +2,9 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -54,3 +56,51 @@ func (c *Client) CountingDesignation() string { return waiters.CountingDesignati
 // Background runs f in a goroutine that Close waits for, and reports false
 // (running nothing) once the client is closing.
 func (c *Client) Background(f func()) bool { return c.goBackground(f) }
+
+// Synced is what RunSynced learned of a write's replication.
+type Synced struct {
+	// Replicas is the number of replicas connected to the master.
+	Replicas int
+	// Acked is how many of them acknowledged the write within Timeout.
+	Acked int
+	// Timeout is the replica-sync WAIT timeout.
+	Timeout time.Duration
+	// Err is set when the script ran but WAIT failed (a connection lost
+	// after the script's reply, say): the write's replication is unknown.
+	Err error
+}
+
+// Unsynced reports the case in which replica sync undoes a lock's
+// acquisition (Redisson's rule): the master has at least one connected
+// replica and none acknowledged the write within the timeout, or WAIT
+// failed after the script ran. The write stands on the master and may be
+// lost on failover.
+func (s Synced) Unsynced() bool { return s.Err != nil || (s.Replicas > 0 && s.Acked == 0) }
+
+// Describe says, for an error message, why a write of what is not known to
+// be replicated.
+func (s Synced) Describe(what string) string {
+	if s.Err != nil {
+		return fmt.Sprintf("%s: waiting for replicas failed: %v", what, s.Err)
+	}
+	return fmt.Sprintf("none of %d replicas acknowledged %s within %v", s.Replicas, what, s.Timeout)
+}
+
+// RunSynced runs a write script as the locks' acquire scripts run: with
+// replica sync on, the script and WAIT go in one pipeline on the master
+// of keys[0], and the result says how many replicas acknowledged the
+// write; with it off, it is Run and the result is empty (never
+// Unsynced). The script's reply or failure is in the returned Cmd, read as
+// with Run; the Synced result is meaningful only when the Cmd has no
+// error. Every script run this way must be safe to run twice.
+func (c *Client) RunSynced(ctx context.Context, s *redis.Script, keys []string, args ...any) (*redis.Cmd, Synced) {
+	cmd, res, err := c.runAcquire(ctx, s, keys, args...)
+	if c.sync == nil {
+		return cmd, Synced{}
+	}
+	return cmd, Synced{Replicas: res.Replicas, Acked: res.Acked, Timeout: c.sync.Timeout(), Err: err}
+}
+
+// NotReplicatedPause is how long a waiting acquisition pauses after one
+// undone for lack of replica acknowledgement (as a waiting Lock does).
+const NotReplicatedPause = notReplicatedPause
