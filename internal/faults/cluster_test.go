@@ -75,6 +75,18 @@ func runSlotMigration(t *testing.T, fault string, rw bool) {
 	migrations := 0
 	cfg.inject = func(r *rig, stop <-chan struct{}) {
 		slot := base.Slot(r.name)
+		if rw {
+			var addrs []string
+			for _, m := range c.Masters(t) {
+				addrs = append(addrs, m.Addr())
+			}
+			spied := make(chan struct{})
+			defer func() { <-spied }()
+			go func() {
+				defer close(spied)
+				r.slotSpy(addrs, stop, 2*time.Millisecond)
+			}()
+		}
 		for !sleepOrStop(50*time.Millisecond, stop) {
 			from := c.MasterFor(t, slot)
 			var to *redistest.Server
@@ -83,11 +95,15 @@ func runSlotMigration(t *testing.T, fault string, rw bool) {
 					to = m // the last other master: each move goes elsewhere
 				}
 			}
+			r.note("migration %d: marking slot %d migrating from %s to %s", migrations+1, slot, from.Addr(), to.Addr())
 			mig := c.StartMigration(t, slot, to)
+			r.note("migration %d: marked", migrations+1)
 			sleepOrStop(20*time.Millisecond, nil) // TRYAGAIN, or served by the old master
-			mig.MoveKeys(t)
+			n := mig.MoveKeys(t)
+			r.note("migration %d: %d keys moved", migrations+1, n)
 			sleepOrStop(20*time.Millisecond, nil) // ASK
 			mig.Finish(t)                         // MOVED
+			r.note("migration %d: finished, slot %d served by %s", migrations+1, slot, to.Addr())
 			migrations++
 		}
 	}
