@@ -56,8 +56,13 @@ func (nb *notebook) between(lo, hi int64) []note {
 // note records an event of the run at the Recorder's present.
 func (r *rig) note(format string, args ...any) { r.notes.add(r.rec.Now(), format, args...) }
 
-// explainWindow is how far around an overlap the explanation looks.
-const explainWindow = 30 * time.Millisecond
+// explainWindow is how far around an overlap the explanation shows the
+// notes; opsWindow, how far before it the owners' calls (a belief may
+// have started from a count read that followed an earlier call).
+const (
+	explainWindow = 30 * time.Millisecond
+	opsWindow     = 300 * time.Millisecond
+)
 
 // maxExplainLines bounds one overlap's explanation.
 const maxExplainLines = 400
@@ -79,7 +84,7 @@ func (r *rig) explainRWOverlap(ops []history.Op, o history.RWOverlap) string {
 		if op.Owner != o.A.Owner && op.Owner != o.B.Owner && op.Kind != history.Lapse && op.Kind != history.Wipe {
 			continue
 		}
-		if op.Call > hi || op.Return < lo {
+		if op.Call > hi || op.Return < lo-int64(opsWindow-explainWindow) {
 			continue
 		}
 		add(op.Call, "op: "+op.String())
