@@ -1,8 +1,6 @@
 package faults
 
 import (
-	"github.com/rlock-go/rlock/internal/base"
-	"os"
 	"regexp"
 	"testing"
 	"time"
@@ -10,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/redistest"
 )
 
@@ -36,17 +35,16 @@ func TestFaultSlotMigration(t *testing.T) {
 // workload (its hash, its read holds' timeout keys and its write-until
 // records share the lock's slot and move with it), under the read-write
 // history checks and the holder-vs-server check (a sample that meets a
-// redirect or TRYAGAIN gives no verdict).
+// redirect or TRYAGAIN gives no verdict). A spy notes what every master
+// holds of the slot, so that an exclusion failure shows the servers'
+// state beside the calls (see explain_test.go).
 //
-// NOT YET PART OF THE RUN (RLOCK_CHECK_RW_MIGRATION=1 runs it): in 5
-// runs, one reported 9 exclusion violations (a writer and another holder
-// believing they held at once) with the history still linearizable and
-// the holder-vs-server check clean, not yet explained; another's
-// linearizability check ran out of its minute (26 unknown outcomes).
+// Skipped until issue 27's fix: about one run in eight reported exclusion
+// violations. A read re-entry that Redis stopped mid-script ("non local
+// key", the slot marked migrating) had added its hold, and the client
+// took the error for a script that had not run (see
+// TestReadReentryScriptFailingMidRun in rwlock).
 func TestFaultRWSlotMigration(t *testing.T) {
-	if os.Getenv("RLOCK_CHECK_RW_MIGRATION") != "1" {
-		t.Skip("not yet a passing check: see the comment (RLOCK_CHECK_RW_MIGRATION=1 runs it)")
-	}
 	runSlotMigration(t, "rw: slot migrated between masters (cluster)", true)
 }
 
