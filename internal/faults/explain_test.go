@@ -6,9 +6,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 
 	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/history"
@@ -173,4 +175,29 @@ func sortedHash(h map[string]string) string {
 	}
 	slices.Sort(parts)
 	return "{" + strings.Join(parts, " ") + "}"
+}
+
+// TestExplainRWOverlap: the explanation of an overlap lists both owners'
+// calls and the notes in time order, and the exclusion check still finds
+// a writer and a reader holding at once.
+func TestExplainRWOverlap(t *testing.T) {
+	ms := func(n int) int64 { return int64(time.Duration(n) * time.Millisecond) }
+	ops := []history.Op{
+		{Owner: 0, Side: history.Write, Kind: history.Lock, Outcome: history.OK, Call: 0, Return: ms(1)},
+		{Owner: 1, Side: history.Read, Kind: history.Lock, Outcome: history.OK, Call: ms(2), Return: ms(3)},
+		{Owner: 0, Side: history.Write, Kind: history.Unlock, Outcome: history.OK, Call: ms(5), Return: ms(6)},
+		{Owner: 1, Side: history.Read, Kind: history.Unlock, Outcome: history.OK, Call: ms(7), Return: ms(8)},
+		{Owner: 2, Side: history.Read, Kind: history.Lock, Outcome: history.NotObtained, Call: ms(2), Return: ms(3)},
+	}
+	overlaps := history.CheckRWExclusive(ops)
+	require.Len(t, overlaps, 1)
+	r := &rig{}
+	r.notes.add(ms(4), "migration 1: marked")
+	got := r.explainRWOverlap(ops, overlaps[0])
+	t.Log(got)
+	lock := strings.Index(got, "owner 1 Lock read -> ok")
+	note := strings.Index(got, "migration 1: marked")
+	unlock := strings.Index(got, "owner 0 Unlock write -> ok")
+	require.True(t, lock >= 0 && note > lock && unlock > note, "the calls and the note in time order")
+	require.NotContains(t, got, "owner 2", "only the two owners' calls")
 }
