@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/waiters"
@@ -433,13 +436,28 @@ func transient(err error) bool {
 		}
 	}
 	// No reply at all is a timeout, a broken or refused connection.
-	return !isReply(err) || isReply(err, "LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "BUSY", "NOREPLICAS", "MOVED", "ASK")
+	return !isReply(err) || ranInPart(err) ||
+		isReply(err, "LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "BUSY", "NOREPLICAS", "MOVED", "ASK")
 }
 
 // unknownOutcome reports whether a script call that failed with err may
-// have run on the server: no reply was read (a reply that is an error
-// means the script did not complete its writes... or made none), and the
-// failure does not prove that nothing was sent (see notSentError).
+// have changed the server: no reply was read and the failure does not
+// prove that nothing was sent (see notSentError), or the reply is an
+// error raised while the script ran, after writes it may have made (see
+// ranInPart). Any other error reply comes before the script runs.
 func unknownOutcome(err error) bool {
-	return err != nil && !isReply(err) && !wasNotSent(err)
+	return err != nil && (ranInPart(err) || !isReply(err) && !wasNotSent(err))
+}
+
+// ranInPart reports whether err is the error reply of a script that Redis
+// stopped while it ran, keeping what it had written: on a cluster, Redis 7
+// stops a script that touches a key it did not declare (a read hold's
+// timeout key, a writer's until key) when that key's slot is not served
+// by the node there and then, which is the case mid-migration for a key
+// not on the node (issue 27: a read re-entry had added its hold to the
+// hash when it was stopped before writing the hold's timeout key). Such a
+// reply passes with the migration, so it is also transient.
+func ranInPart(err error) bool {
+	var reply redis.Error
+	return errors.As(err, &reply) && strings.Contains(reply.Error(), "attempted to access a non local key")
 }

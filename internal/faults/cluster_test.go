@@ -1,8 +1,6 @@
 package faults
 
 import (
-	"github.com/rlock-go/rlock/internal/base"
-	"os"
 	"regexp"
 	"testing"
 	"time"
@@ -10,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/redistest"
 )
 
@@ -36,17 +35,16 @@ func TestFaultSlotMigration(t *testing.T) {
 // workload (its hash, its read holds' timeout keys and its write-until
 // records share the lock's slot and move with it), under the read-write
 // history checks and the holder-vs-server check (a sample that meets a
-// redirect or TRYAGAIN gives no verdict).
+// redirect or TRYAGAIN gives no verdict). A spy notes what every master
+// holds of the slot, so that an exclusion failure shows the servers'
+// state beside the calls (see explain_test.go).
 //
-// NOT YET PART OF THE RUN (RLOCK_CHECK_RW_MIGRATION=1 runs it): in 5
-// runs, one reported 9 exclusion violations (a writer and another holder
-// believing they held at once) with the history still linearizable and
-// the holder-vs-server check clean, not yet explained; another's
-// linearizability check ran out of its minute (26 unknown outcomes).
+// Skipped until issue 27's fix: about one run in eight reported exclusion
+// violations. A read re-entry that Redis stopped mid-script ("non local
+// key", the slot marked migrating) had added its hold, and the client
+// took the error for a script that had not run (see
+// TestReadReentryScriptFailingMidRun in rwlock).
 func TestFaultRWSlotMigration(t *testing.T) {
-	if os.Getenv("RLOCK_CHECK_RW_MIGRATION") != "1" {
-		t.Skip("not yet a passing check: see the comment (RLOCK_CHECK_RW_MIGRATION=1 runs it)")
-	}
 	runSlotMigration(t, "rw: slot migrated between masters (cluster)", true)
 }
 
@@ -75,6 +73,18 @@ func runSlotMigration(t *testing.T, fault string, rw bool) {
 	migrations := 0
 	cfg.inject = func(r *rig, stop <-chan struct{}) {
 		slot := base.Slot(r.name)
+		if rw {
+			var addrs []string
+			for _, m := range c.Masters(t) {
+				addrs = append(addrs, m.Addr())
+			}
+			spied := make(chan struct{})
+			defer func() { <-spied }()
+			go func() {
+				defer close(spied)
+				r.slotSpy(addrs, stop, 2*time.Millisecond)
+			}()
+		}
 		for !sleepOrStop(50*time.Millisecond, stop) {
 			from := c.MasterFor(t, slot)
 			var to *redistest.Server
@@ -83,11 +93,15 @@ func runSlotMigration(t *testing.T, fault string, rw bool) {
 					to = m // the last other master: each move goes elsewhere
 				}
 			}
+			r.note("migration %d: marking slot %d migrating from %s to %s", migrations+1, slot, from.Addr(), to.Addr())
 			mig := c.StartMigration(t, slot, to)
+			r.note("migration %d: marked", migrations+1)
 			sleepOrStop(20*time.Millisecond, nil) // TRYAGAIN, or served by the old master
-			mig.MoveKeys(t)
+			n := mig.MoveKeys(t)
+			r.note("migration %d: %d keys moved", migrations+1, n)
 			sleepOrStop(20*time.Millisecond, nil) // ASK
 			mig.Finish(t)                         // MOVED
+			r.note("migration %d: finished, slot %d served by %s", migrations+1, slot, to.Addr())
 			migrations++
 		}
 	}

@@ -340,10 +340,15 @@ func (r *rig) checkRWHistory(ops []history.Op, res *row) {
 			t.Errorf("history is not linearizable against the read-write model (%v); visualization: %s; history: %s", lr.Verdict, lr.Visualization, dump(ops))
 		}
 	}
+	logUnknown(t, r.cfg.fault, ops)
 	if r.cfg.exclusive {
 		overlaps := history.CheckRWExclusive(ops)
 		res.overlaps = len(overlaps)
-		for _, o := range overlaps {
+		for i, o := range overlaps {
+			if i < 3 {
+				t.Errorf("a writer and another holder believed they held the read-write lock at once: %s", r.explainRWOverlap(ops, o))
+				continue
+			}
 			t.Errorf("a writer and another holder believed they held the read-write lock at once: %v", o)
 		}
 	}
@@ -427,4 +432,27 @@ func TestFaultRWRestart(t *testing.T) {
 		r.run(nil)
 		require.Equal(t, want, restarts)
 	})
+}
+
+// logUnknown logs why calls had an unknown outcome: each distinct error
+// (the lock's name cut off) with how many calls it ended.
+func logUnknown(t *testing.T, fault string, ops []history.Op) {
+	counts := map[string]int{}
+	var order []string
+	for _, op := range ops {
+		if op.Outcome != history.Unknown || op.Err == nil {
+			continue
+		}
+		msg := op.Err.Error()
+		if i := strings.LastIndex(msg, "\": "); i >= 0 {
+			msg = msg[i+3:]
+		}
+		if counts[msg] == 0 {
+			order = append(order, msg)
+		}
+		counts[msg]++
+	}
+	for _, msg := range order {
+		t.Logf("%s: %d calls with an unknown outcome: %s", fault, counts[msg], msg)
+	}
 }

@@ -113,6 +113,7 @@ type rig struct {
 	forbiddenLast atomic.Value // the last such error, as a string
 	forcer        *forcer      // cfg.force
 	claims        *claimCheck  // the holder-vs-server check
+	notes         notebook     // fault steps and spy readings (see explain_test.go)
 }
 
 // grant is a holding period's first acquisition and its fencing token.
