@@ -48,7 +48,16 @@ func TestPassedOnWakeUpReachesTheOtherWriter(t *testing.T) {
 
 		defer core.FailNextWokenAttempt(w1ctx, w1cancel)()
 		require.NoError(t, holder.ReadLock().Unlock(ctx))
-		require.ErrorIs(t, <-w1done, context.Canceled)
+		if err := <-w1done; err == nil {
+			// w1's retry after its subscription was confirmed reached the
+			// server after the release, ahead of the woken attempt, and
+			// took the lock: the failed wake-up this test is about did not
+			// happen (about 1 run in 180 on a cluster).
+			require.NoError(t, w1.WriteLock().Unlock(ctx))
+			t.Skip("setup race: w1 took the lock with its confirmation retry, not the woken attempt")
+		} else {
+			require.ErrorIs(t, err, context.Canceled)
+		}
 		select {
 		case err := <-w2done:
 			require.NoError(t, err)
