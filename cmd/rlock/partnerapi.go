@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/rlock-go/rlock/latch"
 	"github.com/rlock-go/rlock/semaphore"
 )
@@ -33,31 +31,12 @@ type partnerResult struct {
 func partnerAPI(ctx context.Context, tgt *target, cfg demoConfig, limited bool, calls, limit int, stderr io.Writer) (partnerResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
-	run := "rlock-demo:" + uuid.NewString()
-	semName, latchName := run+":partner-api", run+":start-line"
-	var services []*service
-	defer func() {
-		for _, s := range services {
-			s.closeLocks()
-		}
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		rdb := tgt.newClient()
-		if err := deleteRunKeys(cctx, rdb, run); err != nil {
-			fmt.Fprintf(stderr, "rlock demo: could not delete the keys *%s* on %s: %v\n", run, tgt.where, err)
-		}
-		_ = rdb.Close()
-		for _, s := range services {
-			s.closeConns()
-		}
-	}()
-	for range cfg.services {
-		s, err := newService(tgt, nil)
-		if err != nil {
-			return partnerResult{}, err
-		}
-		services = append(services, s)
+	run, services, end, err := startRun(ctx, tgt, cfg.services, stderr)
+	if err != nil {
+		return partnerResult{}, err
 	}
+	defer end()
+	semName, latchName := run+":partner-api", run+":start-line"
 	first, err := latch.New(services[0].rl, latchName)
 	if err != nil {
 		return partnerResult{}, err

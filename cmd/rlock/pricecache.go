@@ -30,31 +30,12 @@ type cacheResult struct {
 func priceCache(ctx context.Context, tgt *target, cfg demoConfig, locked bool, writes int, stderr io.Writer) (cacheResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
-	run := "rlock-demo:" + uuid.NewString()
-	key, lockName := run+":price", run+":rwlock"
-	var services []*service
-	defer func() {
-		for _, s := range services {
-			s.closeLocks()
-		}
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		rdb := tgt.newClient()
-		if err := deleteRunKeys(cctx, rdb, run); err != nil {
-			fmt.Fprintf(stderr, "rlock demo: could not delete the keys *%s* on %s: %v\n", run, tgt.where, err)
-		}
-		_ = rdb.Close()
-		for _, s := range services {
-			s.closeConns()
-		}
-	}()
-	for range cfg.services {
-		s, err := newService(tgt, nil)
-		if err != nil {
-			return cacheResult{}, err
-		}
-		services = append(services, s)
+	run, services, end, err := startRun(ctx, tgt, cfg.services, stderr)
+	if err != nil {
+		return cacheResult{}, err
 	}
+	defer end()
+	key, lockName := run+":price", run+":rwlock"
 	if err := services[0].rdb.HSet(ctx, key, "net", 0, "gross", 0).Err(); err != nil {
 		return cacheResult{}, err
 	}
@@ -184,4 +165,37 @@ func runPriceCache(ctx context.Context, tgt *target, cfg demoConfig, writes int,
 	}
 	fmt.Fprintln(e.stdout, "\nWith the read-write lock, no reader saw a half-written price.")
 	return nil
+}
+
+// startRun starts n services (each its own clients) for one demo run,
+// whose keys all start with the run name it returns. end closes the
+// services' locks, deletes the run's keys (within 10 s, also after ctx
+// ended; a failure is reported on stderr) and closes their connections. On
+// error, the services already started have been ended.
+func startRun(ctx context.Context, tgt *target, n int, stderr io.Writer) (run string, services []*service, end func(), err error) {
+	run = "rlock-demo:" + uuid.NewString()
+	end = func() {
+		for _, s := range services {
+			s.closeLocks()
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		rdb := tgt.newClient()
+		if err := deleteRunKeys(cctx, rdb, run); err != nil {
+			fmt.Fprintf(stderr, "rlock demo: could not delete the keys *%s* on %s: %v\n", run, tgt.where, err)
+		}
+		_ = rdb.Close()
+		for _, s := range services {
+			s.closeConns()
+		}
+	}
+	for range n {
+		s, err := newService(tgt, nil)
+		if err != nil {
+			end()
+			return "", nil, nil, err
+		}
+		services = append(services, s)
+	}
+	return run, services, end, nil
 }
