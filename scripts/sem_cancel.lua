@@ -12,8 +12,12 @@ if redis.call('ZSCORE', KEYS[3], id .. '!') then
 end
 local back = 0
 if redis.call('ZSCORE', KEYS[3], id) then
+  local registered, misplaced = sem_registry(KEYS[4], n)
+  if misplaced then
+    return sem_misplaced()
+  end
   local v = redis.call('INCRBY', KEYS[1], n)
-  sem_designate(KEYS[4], KEYS[2], n, ARGV[4])
+  sem_designate(KEYS[4], KEYS[2], n, ARGV[4], registered)
   notify(KEYS[2], v, ARGV[4])
   back = 1
 end
