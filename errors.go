@@ -67,9 +67,11 @@ var (
 	ErrUpgrade = base.ErrUpgrade
 
 	// ErrWrongType means the key under a synchronizer's name (a semaphore's
-	// counter, a count-down latch's count) holds a value of another type or
-	// one that is not what the synchronizer stores there (a count that is
-	// not an integer). Nothing was changed.
+	// counter, a count-down latch's count), or a key derived from it (a
+	// semaphore's registry of waiting clients), holds a value of another
+	// type or one that is not what the synchronizer stores there (a count
+	// that is not a 64-bit decimal integer as Redis's INCRBY reads it).
+	// Nothing was changed: the scripts check before their first write.
 	ErrWrongType = base.ErrWrongType
 
 	// ErrUnreachable means a blocking Lock gave up because Redis could not

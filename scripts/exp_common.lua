@@ -11,8 +11,11 @@ local function exp_reclaim(counter, timeout, channel, now, limit, how)
   if #gone == 0 then
     return
   end
-  redis.call('ZREM', timeout, unpack(gone))
+  -- INCRBY first: it fails on a counter of another type (or not an
+  -- integer), and the ZREM cannot (Redis keeps what a script wrote before
+  -- an error: permits taken off the set and never counted were lost).
   local v = redis.call('INCRBY', counter, #gone)
+  redis.call('ZREM', timeout, unpack(gone))
   if v > 0 then
     notify(channel, v, how)
   end

@@ -8,21 +8,26 @@
 -- Reply: 1 when returned while its lease ran (also for a copy of a call
 -- that did), 0 when the permit was not held or its lease had passed
 -- (returned to the pool then, as Redisson does).
+-- Every call that can fail (a key of another type, a malformed counter)
+-- comes before the first write: Redis keeps what a script wrote before an
+-- error.
 local hex = ARGV[5]
-if ARGV[6] == 'cancel' then
-  if not sem_seen(KEYS[4], hex .. '!') then
-    sem_record(KEYS[4], hex .. '!', tonumber(ARGV[4]))
-  end
-elseif sem_seen(KEYS[4], ARGV[7]) then
+local cancel = ARGV[6] == 'cancel'
+if not cancel and sem_seen(KEYS[4], ARGV[7]) then
   return 1
 end
 local s = redis.call('ZSCORE', KEYS[3], ARGV[1])
+if s then
+  local _, bad = sem_count(KEYS[1])
+  if bad then
+    return sem_malformed()
+  end
+end
+if cancel and not sem_seen(KEYS[4], hex .. '!') then
+  sem_record(KEYS[4], hex .. '!', tonumber(ARGV[4]))
+end
 if not s then
   return 0
-end
-local _, bad = sem_count(KEYS[1])
-if bad then
-  return sem_malformed()
 end
 redis.call('ZREM', KEYS[3], ARGV[1])
 local v = redis.call('INCRBY', KEYS[1], 1)

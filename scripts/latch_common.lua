@@ -11,7 +11,10 @@
 
 -- latch_count returns the latch's count (0 when KEYS[1] is absent), or nil
 -- when KEYS[1] holds something that is not a latch's count: another type,
--- or a string that is not a decimal integer.
+-- or a string that is not the decimal of an integer DECR counts down as
+-- Redis reads it (no leading zero, within 64 bits, above the least),
+-- since DECR comes after the call's record is written and Redis keeps
+-- what a script wrote before an error.
 local function latch_count()
   local t = redis.call('TYPE', KEYS[1])['ok']
   if t == 'none' then
@@ -21,7 +24,8 @@ local function latch_count()
     return nil
   end
   local v = redis.call('GET', KEYS[1])
-  if #v > 19 or not string.match(v, '^%-?%d+$') then
+  local digits = v == '0' and '0' or string.match(v, '^%-?([1-9]%d*)$')
+  if not digits or #digits > 19 or (#digits == 19 and digits > '9223372036854775807') then
     return nil
   end
   return tonumber(v)

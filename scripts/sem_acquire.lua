@@ -21,11 +21,13 @@ if bad then
   return sem_malformed()
 end
 if v ~= nil and v >= n then
-  local left = redis.call('DECRBY', KEYS[1], n)
-  sem_record(KEYS[2], id, tonumber(ARGV[3]))
+  -- The ZREM first: it fails on a registry of another type, and nothing
+  -- after it can fail (Redis keeps what a script wrote before an error).
   if KEYS[3] and ARGV[4] and ARGV[4] ~= '' and ARGV[6] == '1' then
     redis.call('ZREM', KEYS[3], ARGV[4])
   end
+  local left = redis.call('DECRBY', KEYS[1], n)
+  sem_record(KEYS[2], id, tonumber(ARGV[3]))
   return {1, left, 0}
 end
 if KEYS[3] and ARGV[4] and ARGV[4] ~= '' then

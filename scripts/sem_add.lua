@@ -13,8 +13,12 @@ local _, bad = sem_count(KEYS[1])
 if bad then
   return sem_malformed()
 end
+local registered, misplaced = sem_registry(KEYS[4], n)
+if misplaced then
+  return sem_misplaced()
+end
 local v = redis.call('INCRBY', KEYS[1], n)
 sem_record(KEYS[3], id, tonumber(ARGV[3]))
-sem_designate(KEYS[4], KEYS[2], n, ARGV[4])
+sem_designate(KEYS[4], KEYS[2], n, ARGV[4], registered)
 notify(KEYS[2], v, ARGV[4])
 return {1, v}

@@ -12,8 +12,12 @@ if redis.call('ZSCORE', KEYS[3], id .. '!') then
 end
 local back = 0
 if redis.call('ZSCORE', KEYS[3], id) then
+  -- A registry of another type is not refused here, as a release does:
+  -- the permits go back all the same, woken by the count alone (every
+  -- client's waiters look), and nothing after the INCRBY can fail.
+  local registered = sem_registry(KEYS[4], n)
   local v = redis.call('INCRBY', KEYS[1], n)
-  sem_designate(KEYS[4], KEYS[2], n, ARGV[4])
+  sem_designate(KEYS[4], KEYS[2], n, ARGV[4], registered)
   notify(KEYS[2], v, ARGV[4])
   back = 1
 end

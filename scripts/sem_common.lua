@@ -12,17 +12,21 @@
 -- all but the newest 10000) and sets the set's TTL to the window.
 
 -- sem_count returns the counter (nil when missing) and whether it is
--- malformed (not an integer). A key of another type raises WRONGTYPE.
+-- malformed: not the decimal of a 64-bit integer as INCRBY and DECRBY
+-- read it (no sign but '-', no leading zero, no '5.0', '0x10' or '1e3',
+-- which tonumber takes), so that those, which come after a script's
+-- first write or are it, never fail on a counter it accepted. A key of
+-- another type raises WRONGTYPE (before any write).
 local function sem_count(key)
   local s = redis.call('GET', key)
   if not s then
     return nil, false
   end
-  local v = tonumber(s)
-  if v == nil or v ~= math.floor(v) then
+  local digits = s == '0' and '0' or string.match(s, '^%-?([1-9]%d*)$')
+  if not digits or #digits > 19 or (#digits == 19 and digits > '9223372036854775807') then
     return nil, true
   end
-  return v, false
+  return tonumber(s), false
 end
 
 -- sem_seen reports whether operation id is recorded.
@@ -65,6 +69,26 @@ local function sem_register(registry, msg, live)
   end
 end
 
+-- sem_registry looks, before a script's first write, at the registry that
+-- sem_designate (after the write) wakes through for a release of k
+-- permits: it returns whether the registry exists, and whether it holds
+-- a value of another type, which the script refuses with
+-- sem_misplaced rather than fail on after its write (Redis keeps what a
+-- script wrote before an error). TYPE takes the place of the EXISTS
+-- sem_designate made: no command more.
+local function sem_registry(registry, k)
+  if not registry or math.min(tonumber(k) or 0, 32) <= 0 then
+    return false, false
+  end
+  local t = redis.call('TYPE', registry)['ok']
+  return t == 'zset', t ~= 'zset' and t ~= 'none'
+end
+
+-- sem_misplaced is the error reply for a registry of another type.
+local function sem_misplaced()
+  return redis.error_reply('WRONGTYPE semaphore waiters registry is not a sorted set')
+end
+
 -- sem_designate publishes on channel, before the count that a release of
 -- k permits publishes, one designation per waiter to wake (at most 32),
 -- spread over the live registered clients, those registered least
@@ -73,10 +97,11 @@ end
 -- of k permits wakes about k waiters in all rather than k in every
 -- client. With nobody registered it publishes nothing: the count then
 -- wakes waiters in every client, as Redisson's does. Redisson's listener
--- reads a designation's low 32 bits, 0, and wakes none.
-local function sem_designate(registry, channel, k, how)
+-- reads a designation's low 32 bits, 0, and wakes none. registered is
+-- sem_registry's first answer.
+local function sem_designate(registry, channel, k, how, registered)
   k = math.min(tonumber(k) or 0, 32)
-  if not registry or k <= 0 or redis.call('EXISTS', registry) == 0 then
+  if not registry or k <= 0 or not registered then
     return
   end
   redis.call('ZREMRANGEBYSCORE', registry, '-inf', '(' .. now_ms())

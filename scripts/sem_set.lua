@@ -16,8 +16,12 @@ end
 if v ~= nil then
   return 0
 end
+local registered, misplaced = sem_registry(KEYS[4], n)
+if misplaced then
+  return sem_misplaced()
+end
 redis.call('SET', KEYS[1], n)
 sem_record(KEYS[3], id, tonumber(ARGV[3]))
-sem_designate(KEYS[4], KEYS[2], n, ARGV[4])
+sem_designate(KEYS[4], KEYS[2], n, ARGV[4], registered)
 notify(KEYS[2], n, ARGV[4])
 return 1

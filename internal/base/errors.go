@@ -73,8 +73,9 @@ var (
 	ErrUpgrade = errors.New("rlock: the owner holds the read lock; the write lock would wait for itself")
 
 	// ErrWrongType means the key under a synchronizer's name (a semaphore's
-	// counter, a count-down latch's count) holds a value of another type or
-	// one that is not what the synchronizer stores there. Nothing was
-	// changed.
+	// counter, a count-down latch's count), or a key derived from it (a
+	// semaphore's registry of waiting clients), holds a value of another
+	// type or one that is not what the synchronizer stores there. Nothing
+	// was changed: the scripts check before their first write.
 	ErrWrongType = errors.New("rlock: key holds a value of another type")
 )

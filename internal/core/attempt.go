@@ -196,7 +196,10 @@ func (l *Lock) conclude(ctx context.Context, o *ownerState, at sentAttempt, rep 
 	}
 	switch {
 	case err != nil:
-		return outcome{}, l.acquireFailed(ctx, o, err, lease, req.retrying && callerWaits(state))
+		// A waiting caller sends the call again only after a transient
+		// failure; a final one (a script stopped by WRONGTYPE after a
+		// grant, say) is settled at once.
+		return outcome{}, l.acquireFailed(ctx, o, err, lease, req.retrying && callerWaits(state) && transient(err))
 	case rep.kind == goneAtReentry:
 		return outcome{}, l.lostAtReentry(o, "was no longer held at re-entry")
 	case rep.kind == upgradeRefused:

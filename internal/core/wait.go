@@ -427,7 +427,10 @@ func (ws *waitState) ctxErr(ctx context.Context) error {
 }
 
 // transient reports whether err is a failure to reach Redis, or a reply
-// that says to try again later, rather than a final answer.
+// that says to try again later, rather than a final answer. An error a
+// script raised while it ran is final (a key of another type stays so),
+// but for the cluster's non-local-key error, which passes with the slot's
+// migration (see ranInPart).
 func transient(err error) bool {
 	for _, final := range []error{base.ErrClosed, base.ErrUnreachable, base.ErrInvalidArgument, base.ErrLockLost,
 		base.ErrUnexpectedReply, base.ErrNotHeld, base.ErrNotObtained, base.ErrUpgrade, context.Canceled, context.DeadlineExceeded} {
@@ -436,7 +439,7 @@ func transient(err error) bool {
 		}
 	}
 	// No reply at all is a timeout, a broken or refused connection.
-	return !isReply(err) || ranInPart(err) ||
+	return !isReply(err) || nonLocalKey(err) ||
 		isReply(err, "LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "BUSY", "NOREPLICAS", "MOVED", "ASK")
 }
 
@@ -450,14 +453,45 @@ func unknownOutcome(err error) bool {
 }
 
 // ranInPart reports whether err is the error reply of a script that Redis
-// stopped while it ran, keeping what it had written: on a cluster, Redis 7
-// stops a script that touches a key it did not declare (a read hold's
-// timeout key, a writer's until key) when that key's slot is not served
-// by the node there and then, which is the case mid-migration for a key
-// not on the node (issue 27: a read re-entry had added its hold to the
-// hash when it was stopped before writing the hold's timeout key). Such a
-// reply passes with the migration, so it is also transient.
+// stopped while it ran, keeping what it had written (Redis does not roll
+// a script back): an error a redis.call raised (WRONGTYPE on a key of
+// another type under one of the lock's derived keys, a counter that is not
+// an integer, a cluster's non-local key; see nonLocalKey) or a Lua runtime
+// error, wherever in the script it came (docs/safety.md lists the calls
+// that can fail after a script's first write). Not such replies: the
+// scripts' own refusals (returned with redis.error_reply, before any
+// write), and the refusals Redis raises only at a script's first write
+// (out of memory, a read-only replica, a failed save, too few replicas),
+// which prove that the script wrote nothing.
 func ranInPart(err error) bool {
+	var reply redis.Error
+	if !errors.As(err, &reply) {
+		return false
+	}
+	msg := reply.Error()
+	return raisedInScript(msg) && !isReply(err, "OOM", "READONLY", "MISCONF", "NOREPLICAS")
+}
+
+// raisedInScript reports whether msg is an error reply raised inside a
+// running script rather than returned by it. Redis 7 ends such a reply
+// with " script: <SHA1>, on @user_script:<line>." (a script's own
+// redis.error_reply, returned, has no such tail); Redis 6 starts it with
+// "ERR Error running script"; miniredis (v2.40) starts every error a
+// script raises with "ERR Error compiling script" (it says so of runtime
+// errors too; rlock's scripts always compile).
+func raisedInScript(msg string) bool {
+	return strings.Contains(msg, ", on @user_script:") ||
+		strings.HasPrefix(msg, "ERR Error running script") || strings.HasPrefix(msg, "ERR Error compiling script")
+}
+
+// nonLocalKey reports whether err is the error reply of a script that a
+// cluster node stopped when it touched a key it did not declare (a read
+// hold's timeout key, a writer's until key) whose slot the node did not
+// serve there and then, which is the case mid-migration for a key not on
+// the node (issue 27: a read re-entry had added its hold to the hash when
+// it was stopped before writing the hold's timeout key). It ran in part,
+// and the reply passes with the migration, so it is also transient.
+func nonLocalKey(err error) bool {
 	var reply redis.Error
 	return errors.As(err, &reply) && strings.Contains(reply.Error(), "attempted to access a non local key")
 }
