@@ -98,7 +98,18 @@ end
 -- returns the live head (false when the queue is empty), whether it
 -- removed any waiter (the head then changed), and the head's deadline
 -- and whether it is an rlock waiter (see deadline; nil for me).
-local function prune(prefix, msg, how, me, first)
+--
+-- sure, if given, is a time by the client's clock past which a deadline
+-- certainly lies ahead: a waiter whose deadline comes later is alive
+-- without reading the server's clock. A release passes its client's
+-- now + T/3 (see fair_unlock.lua): a live rlock waiter's deadline is at
+-- least 2T/3 ahead (it polls every T/3 at least), so that clock has to
+-- be more than T/3 behind the server's for a dead waiter to pass for
+-- alive (it is then woken instead of dropped, and dropped by the next
+-- attempt that finds the lock free), and more than T/3 ahead for a live
+-- one to cost a read of the server's clock. Only the server's clock ever
+-- drops a waiter.
+local function prune(prefix, msg, how, me, first, sure)
   local pruned = false
   local head = first
   while true do
@@ -109,7 +120,7 @@ local function prune(prefix, msg, how, me, first)
       return head, pruned
     end
     local d, rlock = deadline(head)
-    if d and d > clock() then
+    if d and ((sure and d > sure) or d > clock()) then
       return head, pruned, d, rlock
     end
     redis.call('LPOP', KEYS[2])
