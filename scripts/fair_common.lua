@@ -29,7 +29,10 @@
 -- the liveness deadline alone decides, and the score is not read (given
 -- one W for every client of the queue, as Redisson's own rule needs). A
 -- waiter without an entry there (a Redisson waiter) is dead once its
--- score passes. Times are the server's (now_ms of the prelude clock.lua).
+-- score passes. Times are the server's (now_ms of the prelude clock.lua);
+-- only two decisions that drop nobody take the client's clock: that a
+-- head a release finds is clearly alive (see prune), and whether a grant
+-- wakes the next in line (see take in fair_lock.lua).
 
 local function alive_key()
   return KEYS[#KEYS]
