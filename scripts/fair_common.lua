@@ -144,7 +144,8 @@ end
 -- moved the queue up), (2) whenever a script frees the lock (a release, a
 -- force unlock), and (3) when it becomes first in line because the lock
 -- was granted to the waiter before it, unless it is an rlock waiter whose
--- liveness deadline comes before the new holder's lease ends: such a
+-- liveness deadline comes before the new holder's lease ends (by the
+-- granting client's clock, see take in fair_lock.lua): such a
 -- waiter polls before its deadline anyway (every third of its queue
 -- timeout at least), learns the lock's TTL then, and retries when that
 -- runs out, so a wake-up would only cost it a poll. So the head learns
