@@ -106,12 +106,13 @@ end
 -- certainly lies ahead: a waiter whose deadline comes later is alive
 -- without reading the server's clock. A release passes its client's
 -- now + T/3 (see fair_unlock.lua): a live rlock waiter's deadline is at
--- least 2T/3 ahead (it polls every T/3 at least), so that clock has to
--- be more than T/3 behind the server's for a dead waiter to pass for
--- alive (it is then woken instead of dropped, and dropped by the next
--- attempt that finds the lock free), and more than T/3 ahead for a live
--- one to cost a read of the server's clock. Only the server's clock ever
--- drops a waiter.
+-- least 2T/3 ahead (it polls every T/3 at least), so that clock, read
+-- when the release was sent, has to be more than T/3 behind the server's
+-- when it runs (a skew, or a re-send that long after) for a dead waiter
+-- to pass for alive (it is then woken instead of dropped, and dropped by
+-- the next attempt that finds the lock free), and more than T/3 ahead for
+-- a live one to cost a read of the server's clock. Only the server's
+-- clock ever drops a waiter.
 local function prune(prefix, msg, how, me, first, sure)
   local pruned = false
   local head = first
