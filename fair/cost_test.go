@@ -17,16 +17,18 @@ import (
 // a contended fair lock (INFO commandstats, commands run inside the
 // scripts included). A grant in a busy queue takes three scripts: the
 // holder's release, the head's grant and the former holder's join at the
-// tail. Each reads and writes only what it needs, once: the release 9
-// commands, the grant 12 and the join 12, each counting its EVALSHA (see
-// scripts/fair_lock.lua).
-// The bound leaves room for the few attempts a run makes beyond those
-// (each waiter's attempt when its subscription is confirmed, a head whose
-// wake-up races a join): runs measure 32.9-33.1 (33-34 before the join
-// dropped its LREM, 36 the bound then). Regression (issue 15): the
-// uncontended fast paths' reads were read again by the slow paths, 38.3
-// per grant, under the earlier bound of 40.
-const maxCommandsPerGrant = 35
+// tail. Each reads and writes only what it needs, once: the release 8
+// commands, the grant 11 and the join 9 (10 when it finds the lock free
+// with the head yet to take it), each counting its EVALSHA (see
+// scripts/fair_lock.lua and TestContendedGrantCommandsPerScript). The
+// bound leaves room for the few attempts a run makes beyond those (each
+// waiter's attempt when its subscription is confirmed, a head whose
+// wake-up races a join): runs measure 28.7-29.2. Regression (issue 30):
+// 32.9-33.1 before (the release and the grant read the server's clock,
+// the grant pruned the next in line, a join behind a held lock pruned the
+// head and read its own score before adding it), under the earlier bound
+// of 35; issue 15 took it from 38.3, and about 60 before that.
+const maxCommandsPerGrant = 30
 
 // TestContendedGrantServerCommands: 8 owners over 4 clients take and
 // release one fair lock 30 times each, so that every release finds a

@@ -55,8 +55,10 @@
 //   - a grant subtracts W from every queued score (rlock's grants too);
 //   - a waiter that gives up subtracts W (a Redisson tryLock: its wait)
 //     from the score of every waiter behind it;
-//   - a waiter first in line whose score has passed is dead: any script of
-//     either library drops it (rlock's scripts judge rlock waiters by
+//   - a waiter first in line whose score has passed is dead: the scripts
+//     that reach it drop it, Redisson's every attempt, rlock's releases
+//     and attempts (an rlock waiter's first join behind a held lock leaves
+//     the head to the release; rlock's scripts judge rlock waiters by
 //     their liveness deadline instead, below).
 //
 // Redisson waiters never renew their scores. An rlock waiter renews its
@@ -74,7 +76,13 @@
 // dropped is told on its own channel, so one dropped while still alive
 // polls at once and queues again (at the tail). Scores and deadlines use
 // the Redis server's clock in rlock's scripts, the Java client's clock in
-// Redisson's.
+// Redisson's; only that clock drops a waiter. The rlock client's clock
+// spares two reads of the server's: a release takes the head for alive
+// when its deadline lies more than a third of the queue timeout past the
+// client's now (a live waiter's lies at least two thirds ahead; a client
+// clock more than T/3 behind the server's may then wake a dead head,
+// which the next attempt that finds the lock free drops), and a grant
+// judges by it whether the next in line must be woken.
 //
 // A waiter whose context ends leaves the queue (in the background, after
 // any attempt still in flight), and if it was first in line, it wakes the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/rlock-go/rlock"
 	"github.com/rlock-go/rlock/internal/redistest"
 )
 
@@ -93,5 +94,52 @@ func TestLostReplyChangesQueueOnce(t *testing.T) {
 		locked, err := a.IsLocked(ctx)
 		require.NoError(t, err)
 		require.False(t, locked)
+	})
+}
+
+// TestSecondCallOfQueuedOwnerKeepsOnePlace: an owner's second waiting
+// call, whose first attempt asks to join (a call's first attempt expects
+// no place), finds the owner queued ahead of another waiter: its ZADD NX
+// adds nothing, it takes back the place it pushed and renews the one
+// there is (issue 30: the join no longer reads the owner's score first).
+// The queue keeps one place per owner, in arrival order.
+func TestSecondCallOfQueuedOwnerKeepsOnePlace(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		name := redistest.Name(t)
+		holder := newLock(t, newClient(t, b), name)
+		require.NoError(t, holder.Lock(ctx))
+		rdb := b.NewClient(t)
+		calls := &redistest.ScriptCalls{}
+		rdb.AddHook(calls)
+		c := clientOn(t, rdb)
+		octx := rlock.WithOwner(ctx, "job-1")
+		first, second := newLock(t, c, name), newLock(t, c, name)
+		firstDone := lockAsync(octx, first)
+		waitQueued(t, holder, 1)
+		other := newLock(t, newClient(t, b), name)
+		otherDone := lockAsync(ctx, other)
+		waitQueued(t, holder, 2)
+		job, err := first.Owner(octx)
+		require.NoError(t, err)
+		want := []string{job, owner(t, other)}
+		// The first call joined, then tried again once its channel's
+		// subscription was confirmed; the second call's attempt is the third.
+		require.Eventually(t, func() bool { return calls.N() == 2 }, 10*time.Second, time.Millisecond)
+		sctx, scancel := context.WithCancel(octx)
+		secondDone := lockAsync(sctx, second)
+		require.Eventually(t, func() bool { return calls.N() == 3 }, 10*time.Second, time.Millisecond)
+		require.Equal(t, want, queue(t, holder), "one place for the owner, still first")
+		o, _ := queuedScores(t, rdb, name)
+		require.Equal(t, want, o, "one score each")
+		scancel() // the owner's first call still waits: its place stays
+		require.ErrorIs(t, <-secondDone, context.Canceled)
+		require.NoError(t, holder.Unlock(ctx))
+		require.NoError(t, <-firstDone)
+		require.NoError(t, first.Unlock(octx))
+		require.NoError(t, <-otherDone)
+		require.NoError(t, other.Unlock(ctx))
+		require.Empty(t, queue(t, holder))
 	})
 }

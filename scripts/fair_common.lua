@@ -29,7 +29,10 @@
 -- the liveness deadline alone decides, and the score is not read (given
 -- one W for every client of the queue, as Redisson's own rule needs). A
 -- waiter without an entry there (a Redisson waiter) is dead once its
--- score passes. Times are the server's (now_ms of the prelude clock.lua).
+-- score passes. Times are the server's (now_ms of the prelude clock.lua);
+-- only two decisions that drop nobody take the client's clock: that a
+-- head a release finds is clearly alive (see prune), and whether a grant
+-- wakes the next in line (see take in fair_lock.lua).
 
 local function alive_key()
   return KEYS[#KEYS]
@@ -98,7 +101,19 @@ end
 -- returns the live head (false when the queue is empty), whether it
 -- removed any waiter (the head then changed), and the head's deadline
 -- and whether it is an rlock waiter (see deadline; nil for me).
-local function prune(prefix, msg, how, me, first)
+--
+-- sure, if given, is a time by the client's clock past which a deadline
+-- certainly lies ahead: a waiter whose deadline comes later is alive
+-- without reading the server's clock. A release passes its client's
+-- now + T/3 (see fair_unlock.lua): a live rlock waiter's deadline is at
+-- least 2T/3 ahead (it polls every T/3 at least), so that clock, read
+-- when the release was sent, has to be more than T/3 behind the server's
+-- when it runs (a skew, or a re-send that long after) for a dead waiter
+-- to pass for alive (it is then woken instead of dropped, and dropped by
+-- the next attempt that finds the lock free), and more than T/3 ahead for
+-- a live one to cost a read of the server's clock. Only the server's
+-- clock ever drops a waiter.
+local function prune(prefix, msg, how, me, first, sure)
   local pruned = false
   local head = first
   while true do
@@ -109,7 +124,7 @@ local function prune(prefix, msg, how, me, first)
       return head, pruned
     end
     local d, rlock = deadline(head)
-    if d and d > clock() then
+    if d and ((sure and d > sure) or d > clock()) then
       return head, pruned, d, rlock
     end
     redis.call('LPOP', KEYS[2])
@@ -130,7 +145,8 @@ end
 -- moved the queue up), (2) whenever a script frees the lock (a release, a
 -- force unlock), and (3) when it becomes first in line because the lock
 -- was granted to the waiter before it, unless it is an rlock waiter whose
--- liveness deadline comes before the new holder's lease ends: such a
+-- liveness deadline comes before the new holder's lease ends (by the
+-- granting client's clock, see take in fair_lock.lua): such a
 -- waiter polls before its deadline anyway (every third of its queue
 -- timeout at least), learns the lock's TTL then, and retries when that
 -- runs out, so a wake-up would only cost it a poll. So the head learns

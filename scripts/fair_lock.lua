@@ -11,13 +11,20 @@
 -- ARGV[5]     queue timeout T in milliseconds: a queued waiter counts as
 --             alive until now + T, renewed by every call that queues and
 --             is not granted
--- ARGV[6]     "1" to join the queue (or renew the place in it) when the lock
---             cannot be taken now; "0" for a one-shot try that never queues
+-- ARGV[6]     when the lock cannot be taken now: "1" to join the queue (the
+--             owner has most likely no place yet: a call's first attempt),
+--             "2" to renew the owner's place (most likely queued: a later
+--             attempt); either takes a place or renews the one there is,
+--             the hint only saves reads; "0" for a one-shot try that
+--             never queues
 -- ARGV[7]     the lock's channel; waiter w listens on ARGV[7] .. ':' .. w
 -- ARGV[8]     the message that wakes a waiter
 -- ARGV[9]     how to publish: 'c', 's' or 'cs' (see publish.lua)
 -- ARGV[10]    thread wait time W in milliseconds (Redisson's
 --             fairLockWaitTimeout; see fair_common.lua); default 300000
+-- ARGV[11]    the client's clock, epoch ms, for a grant's one decision
+--             that a client clock may make (whether to wake the next in
+--             line, see take); default: the server's
 -- Reply:      {1, holds, token}  acquired (as lock.lua)
 --             1                  the fast path's grant: {1, 1, 0} (see
 --                                lua.AcquireReply)
@@ -36,11 +43,17 @@
 -- (as in lock.lua) and wakes nobody again; joining twice keeps one place.
 --
 -- Each key is read once, and only where the outcome needs it: one PTTL
--- says whether the lock is free and for how long it is held, the clock is
--- read only when a deadline is to be set or judged, and a grant reads the
--- head and the next in line with one LRANGE. A busy queue's grant, join
--- and release thus cost 12, 12 and 9 server commands, each counting its
--- EVALSHA (see docs/benchmarks.md, "Fair lock: commands per grant").
+-- says whether the lock is free and for how long it is held, the server's
+-- clock is read only when a deadline is to be set or judged, a grant
+-- reads the head and the next in line with one LRANGE, and a join learns
+-- from its ZADD NX whether the owner had a place already. Dead waiters are
+-- dropped where the head's turn is decided: by the releases, and by the
+-- attempts that find the lock free (or that renew a place or try once);
+-- a join behind a held lock leaves the head to the release. A busy
+-- queue's grant, join and release thus cost 11, 9 (10 when the lock is
+-- free and the head has yet to take it) and 9 server commands, each
+-- counting its EVALSHA (see docs/benchmarks.md, "Fair lock: commands per
+-- grant").
 --
 -- The fast path, before the preludes are defined (see lua.preludesHere): a
 -- free lock with nobody in line, taken by a new owner. It does what take
@@ -117,9 +130,41 @@ local function renew(s, ttl)
   keep_alive_key()
 end
 
+-- join puts the owner at the tail, as enqueue does, when it most likely
+-- has no place yet (ARGV[6] "1"): the ZADD NX that sets its score says
+-- whether it had one, and only then does it read its score and renew
+-- instead (a re-sent join, or a second call of the owner). An owner that
+-- is the tail already (the highest score is its own) just renews.
+local function join(ttl)
+  local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+  if last[1] == me then
+    renew(tonumber(last[2]), ttl)
+    return
+  end
+  local base = clock() + math.max(0, ttl)
+  if last[2] then
+    base = tonumber(last[2])
+  end
+  local ahead = redis.call('RPUSH', KEYS[2], me) - 1
+  if redis.call('ZADD', KEYS[3], 'NX', math.max(base + W, clock() + timeout + ahead * W), me) == 0 then
+    redis.call('RPOP', KEYS[2]) -- it had a score, so most likely a place: undo the push
+    renew(tonumber(redis.call('ZSCORE', KEYS[3], me)), ttl)
+    return
+  end
+  redis.call('HSET', alive_key(), me, clock() + timeout)
+  keep_alive_key()
+end
+
 -- take grants the free lock to the owner, first in line (queued) or with
 -- nobody in line. line, if given, is the queue's first two entries as
--- read before.
+-- read before. The next in line is woken when it must learn the new
+-- holder's TTL (see wake in fair_common.lua): a Redisson waiter, or an
+-- rlock waiter whose liveness deadline comes after the new lease ends.
+-- That is judged by the client's clock (ARGV[11]): nothing is dropped on
+-- it, and a client clock ahead of the server's by X skips a wake-up only
+-- when the waiter's own poll comes at most X - 2T/3 late (its deadline
+-- is T after its last poll, which it repeats every T/3 at least). A dead
+-- next in line is dropped by the release that finds it first.
 local function take(queued, line)
   if queued then
     redis.call('LPOP', KEYS[2])
@@ -128,11 +173,17 @@ local function take(queued, line)
   redis.call('HDEL', alive_key(), me)
   if queued then
     shift(0, W)
-  end
-  if queued and not (line and not line[2]) then
-    local head, _, d, rlock = prune(ARGV[7], ARGV[8], ARGV[9], nil, line and line[2])
-    if head and (not rlock or d > clock() + tonumber(ARGV[1])) then
-      wake(ARGV[7], head, ARGV[8], ARGV[9])
+    local nxt
+    if line then
+      nxt = line[2]
+    else
+      nxt = redis.call('LINDEX', KEYS[2], 0)
+    end
+    if nxt and nxt ~= me then
+      local a = redis.call('HGET', alive_key(), nxt)
+      if not a or tonumber(a) > (tonumber(ARGV[11]) or clock()) + tonumber(ARGV[1]) then
+        wake(ARGV[7], nxt, ARGV[8], ARGV[9])
+      end
     end
   end
   grant(KEYS[1], me, ARGV[1])
@@ -151,28 +202,35 @@ if held > 0 then
 end
 
 local wait = ttl
-local head, pruned, d
 if ttl == -2 then
   line = line or redis.call('LRANGE', KEYS[2], 0, 1)
   if not line[1] or line[1] == me then
     return take(line[1] == me, line)
   end
-  head, pruned, d = prune(ARGV[7], ARGV[8], ARGV[9], me, line[1])
+  local head, pruned, d = prune(ARGV[7], ARGV[8], ARGV[9], me, line[1])
   if not head or head == me then
     return take(head == me)
+  end
+  if pruned then
+    wake(ARGV[7], head, ARGV[8], ARGV[9])
   end
   -- Free, but another waiter is first in line: it is woken when it
   -- becomes first, and pruned then if it died.
   wait = math.max(0, d - clock())
-else
-  -- Held: drop dead waiters from the head all the same, as Redisson's
-  -- every attempt does, so that a pruned waiter is told at once.
-  head, pruned = prune(ARGV[7], ARGV[8], ARGV[9], me)
-end
-if pruned and head ~= me then
-  wake(ARGV[7], head, ARGV[8], ARGV[9])
+elseif ARGV[6] ~= '1' then
+  -- Held, and a one-shot try or a renewal: drop dead waiters from the
+  -- head all the same, as Redisson's every attempt does, so that a pruned
+  -- waiter is told at once. A join leaves that to the release, which
+  -- judges the head when its turn comes (or to the attempts at the
+  -- lease's end, when the lease runs out: every waiter is told the TTL).
+  local head, pruned = prune(ARGV[7], ARGV[8], ARGV[9], me)
+  if pruned and head ~= me then
+    wake(ARGV[7], head, ARGV[8], ARGV[9])
+  end
 end
 if ARGV[6] == '1' then
+  join(ttl)
+elseif ARGV[6] == '2' then
   local s = redis.call('ZSCORE', KEYS[3], me)
   if s then
     renew(tonumber(s), ttl)

@@ -12,6 +12,10 @@
 -- ARGV[6]     the lock's channel; waiter w listens on ARGV[6] .. ':' .. w
 -- ARGV[7]     how to publish: 'c', 's' or 'cs' (see publish.lua)
 -- ARGV[8]     this request's ID (unique across clients), recorded in the latch
+-- ARGV[9]     the client's clock plus a third of its queue timeout, epoch
+--             ms: a head waiter whose deadline comes later is alive without
+--             reading the server's clock (see prune in fair_common.lua);
+--             optional
 -- Reply:      as unlock.lua: {1, 0} released (1 from the fast path, see
 --             lua.ReleaseReply), {0, holds} still held, {-1, 0} not held by
 --             this owner (nothing changed)
@@ -62,7 +66,7 @@ end
 --@preludes
 
 if head then -- released and latched above; someone is in line: wake them
-  wake(ARGV[6], prune(ARGV[6], ARGV[4], ARGV[7], nil, head), ARGV[4], ARGV[7])
+  wake(ARGV[6], prune(ARGV[6], ARGV[4], ARGV[7], nil, head, tonumber(ARGV[9])), ARGV[4], ARGV[7])
   return {1, 0}
 end
 local reply = release(KEYS[1], ARGV[2], ARGV[3], ARGV[1], KEYS[4], ARGV[8], nil, stored)
@@ -70,6 +74,6 @@ if reply then
   return reply
 end
 redis.call('DEL', KEYS[1])
-wake(ARGV[6], prune(ARGV[6], ARGV[4], ARGV[7]), ARGV[4], ARGV[7])
+wake(ARGV[6], prune(ARGV[6], ARGV[4], ARGV[7], nil, nil, tonumber(ARGV[9])), ARGV[4], ARGV[7])
 set_latch(KEYS[4], ARGV[8], ARGV[5])
 return {1, 0}

@@ -26,6 +26,19 @@ type request struct {
 	first   bool // the call's first attempt (see registration.behind)
 }
 
+// queueing is what req's attempt asks of a kind with a queue: nothing
+// for a one-shot attempt; to join for a waiting call's first attempt; to
+// renew the owner's place for its later ones.
+func (req request) queueing() queueing {
+	switch {
+	case !req.queue:
+		return noQueue
+	case req.first:
+		return joinQueue
+	}
+	return renewPlace
+}
+
 // outcomeKind names what an attempt found, for a caller that did not get
 // an error.
 type outcomeKind uint8
@@ -304,7 +317,7 @@ func parseAcquireReply(res []int64) (acquireReply, bool) {
 // sendAcquire sends the kind's acquire script for o's owner, with replica
 // sync when it is on, and parses its reply.
 func (l *Lock) sendAcquire(ctx context.Context, o *ownerState, lease time.Duration, req request) (acquireReply, error) {
-	call := l.kind.acquire(o.key.field, o.count, lease, req.queue, l.c.publishArg(ctx), l.c.registration(req))
+	call := l.kind.acquire(o.key.field, o.count, lease, req.queueing(), l.c.publishArg(ctx), l.c.registration(req))
 	cmd, sync, syncErr := l.c.runAcquire(detached(ctx), call.script, call.keys, call.args...)
 	rep, err := acquireReplyOf(cmd)
 	if err != nil {

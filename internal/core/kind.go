@@ -22,11 +22,11 @@ import (
 // shapes (parseAcquireReply, parseReleaseReply, parseRenewReply).
 type kind interface {
 	// acquire is the acquire script call for the owner field, which holds
-	// count holds as far as it knows; queue asks a kind with a queue to
-	// queue the owner (or renew its place); reg, for a waiting call of a
-	// kind whose releases designate a client (waitPlan.registers), is how
-	// the attempt registers its client.
-	acquire(field string, count int64, lease time.Duration, queue bool, pub string, reg registration) scriptCall
+	// count holds as far as it knows; q asks a kind with a queue to queue
+	// the owner (or renew its place); reg, for a waiting call of a kind
+	// whose releases designate a client (waitPlan.registers), is how the
+	// attempt registers its client.
+	acquire(field string, count int64, lease time.Duration, q queueing, pub string, reg registration) scriptCall
 	// release is the call that releases one of the count holds of field,
 	// leaving lease as the TTL when holds remain; a last release records
 	// itself in lt for replay. pub, in every call that may wake waiters,
@@ -72,6 +72,23 @@ type registration struct {
 	// does not take a free lock, which its client's designation gives to
 	// the longest waiting of them (as the reentrant lock's JoinBehind).
 	behind bool
+}
+
+// queueing is what an attempt asks of a kind with a queue (the fair
+// lock's, the read-write lock's writer-wait set) when it is not granted.
+type queueing uint8
+
+const (
+	noQueue    queueing = iota // a one-shot attempt: never queue
+	joinQueue                  // queue the owner: a waiting call's first attempt, most likely not queued yet
+	renewPlace                 // queue the owner: a later attempt, whose owner most likely has a place to renew
+)
+
+// arg is fair_lock.lua's ARGV[6]: "0", "1" (join) or "2" (renew). Either
+// of the last two takes a place or renews the one there is; the hint
+// spares the script the reads of the other case.
+func (q queueing) arg() string {
+	return [...]string{noQueue: "0", joinQueue: "1", renewPlace: "2"}[q]
 }
 
 // othersArg is lock.lua's ARGV[6]: "1" with other calls of the client
@@ -175,7 +192,7 @@ type reentrantKind struct {
 // acquire: the registry is among the keys only when the call registers
 // (a multi-key call during a slot migration fails with TRYAGAIN unless
 // every key is where the call is sent).
-func (k *reentrantKind) acquire(field string, count int64, lease time.Duration, _ bool, _ string, reg registration) scriptCall {
+func (k *reentrantKind) acquire(field string, count int64, lease time.Duration, _ queueing, _ string, reg registration) scriptCall {
 	if reg.tag == "" {
 		return scriptCall{lua.Lock, []string{k.name, k.token}, []any{lease.Milliseconds(), field, count, k.fencing}}
 	}
@@ -222,14 +239,16 @@ func (k *fairKind) keysWith(key string) []string {
 	return []string{k.name, k.queue, k.timeouts, key, k.alive}
 }
 
-func (k *fairKind) acquire(field string, count int64, lease time.Duration, queue bool, pub string, _ registration) scriptCall {
+func (k *fairKind) acquire(field string, count int64, lease time.Duration, q queueing, pub string, _ registration) scriptCall {
 	return scriptCall{lua.FairLock, k.keysWith(k.token),
-		[]any{lease.Milliseconds(), field, count, k.fencing, k.queueTimeout.Milliseconds(), boolArg(queue), k.channel, base.UnlockMessage, pub, k.threadWait.Milliseconds()}}
+		[]any{lease.Milliseconds(), field, count, k.fencing, k.queueTimeout.Milliseconds(), q.arg(), k.channel, base.UnlockMessage, pub, k.threadWait.Milliseconds(),
+			time.Now().UnixMilli()}}
 }
 
 func (k *fairKind) release(field string, count int64, lease time.Duration, lt latch, pub string) scriptCall {
 	return scriptCall{lua.FairUnlock, k.keysWith(lt.key),
-		[]any{lease.Milliseconds(), field, count, base.UnlockMessage, lt.ttl.Milliseconds(), k.channel, pub, lt.request}}
+		[]any{lease.Milliseconds(), field, count, base.UnlockMessage, lt.ttl.Milliseconds(), k.channel, pub, lt.request,
+			time.Now().Add(k.queueTimeout / 3).UnixMilli()}}
 }
 
 func (k *fairKind) forceUnlock(latch string, replay time.Duration, pub string) scriptCall {
@@ -283,7 +302,7 @@ func (k *rwLock) latchKeys(latch string) []string { return []string{k.name, k.ch
 // writer holding the lock and by writers waiting for readers to leave.
 type readKind struct{ *rwLock }
 
-func (k *readKind) acquire(field string, count int64, lease time.Duration, _ bool, _ string, reg registration) scriptCall {
+func (k *readKind) acquire(field string, count int64, lease time.Duration, _ queueing, _ string, reg registration) scriptCall {
 	if reg.tag == "" {
 		return scriptCall{lua.RWReadLock, []string{k.name, k.wait}, []any{lease.Milliseconds(), field, count, base.WriterField(field)}}
 	}
@@ -334,7 +353,8 @@ type writeKind struct {
 
 func (k *writeKind) field(owner string) string { return base.WriterField(owner) }
 
-func (k *writeKind) acquire(field string, count int64, lease time.Duration, queue bool, _ string, reg registration) scriptCall {
+func (k *writeKind) acquire(field string, count int64, lease time.Duration, q queueing, _ string, reg registration) scriptCall {
+	queue := q != noQueue
 	reader := strings.TrimSuffix(field, base.WriterFieldSuffix)
 	if reg.tag == "" {
 		return scriptCall{lua.RWWriteLock, []string{k.name, k.token, k.wait, k.untilKey(field)},

@@ -46,7 +46,7 @@ func (l *Lock) attemptPipelined(ctx context.Context, o *ownerState, req request)
 		return outcome{}, err
 	}
 	at := sentAttempt{req: req, lease: l.c.leaseOf(req.lease), sent: time.Now()}
-	call := l.kind.acquire(o.key.field, o.count, at.lease, req.queue, l.c.publishArg(ctx), l.c.registration(req))
+	call := l.kind.acquire(o.key.field, o.count, at.lease, req.queueing(), l.c.publishArg(ctx), l.c.registration(req))
 	p, err := l.c.submit(detached(ctx), call)
 	if err != nil { // nothing was sent
 		o.release()

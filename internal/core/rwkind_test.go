@@ -29,7 +29,7 @@ func TestRWKindsSeparateFields(t *testing.T) {
 	require.Equal(t, "c:#1", r.field("c:#1"))
 	require.Equal(t, "c:#1:write", w.field("c:#1"))
 
-	call := w.acquire("c:#1:write", 0, time.Second, true, "c", registration{})
+	call := w.acquire("c:#1:write", 0, time.Second, joinQueue, "c", registration{})
 	require.Same(t, lua.RWWriteLock, call.script)
 	require.Equal(t, []any{int64(1000), "c:#1:write", int64(0), "0", "c:#1", int64(9000), "1"}, call.args)
 	require.Equal(t, 3*time.Second, w.waitPlan("c:#1:write").poll)

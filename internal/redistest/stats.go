@@ -1,7 +1,9 @@
 package redistest
 
 import (
+	"bufio"
 	"context"
+	"net"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -148,3 +150,99 @@ func countPipelined(next redis.ProcessPipelineHook, count func(redis.Cmder)) red
 		return next(ctx, cmds)
 	}
 }
+
+// ScriptRun is one script call a server ran, as MONITOR showed it: the
+// SHA1 of the script (EVALSHA; "" for EVAL) and the commands the script
+// called, in order, upper-cased ("HGET", "PTTL", ...).
+type ScriptRun struct {
+	SHA      string
+	Commands []string
+}
+
+// Monitored is what the server at one address ran while Monitor watched:
+// every script call with the commands inside it, and how many times each
+// other command (upper-cased) came from a client.
+type Monitored struct {
+	Scripts []ScriptRun
+	Others  map[string]int
+}
+
+// Monitor sends MONITOR to the real server at addr on a connection of its
+// own and returns a function that stops watching and returns what the
+// server ran meanwhile. Redis 7 shows a script call before the commands it
+// runs, which it marks "[<db> lua]". Real Redis only; stop must be called
+// (the connection is closed in t.Cleanup too).
+func Monitor(t testing.TB, addr string) (stop func() Monitored) {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatalf("redistest: MONITOR: %v", err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	r := bufio.NewReaderSize(conn, 1<<16)
+	if _, err := conn.Write([]byte("MONITOR\r\n")); err != nil {
+		t.Fatalf("redistest: MONITOR: %v", err)
+	}
+	if line, err := r.ReadString('\n'); err != nil || line != "+OK\r\n" {
+		t.Fatalf("redistest: MONITOR: %q, %v", line, err)
+	}
+	got := make(chan Monitored, 1)
+	go func() {
+		m := Monitored{Others: map[string]int{}}
+		var cur *ScriptRun
+		defer func() {
+			if cur != nil {
+				m.Scripts = append(m.Scripts, *cur)
+			}
+			got <- m
+		}()
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil || strings.Contains(line, monitorEnd) {
+				return
+			}
+			src, args, ok := strings.Cut(line, "] ")
+			fields := strings.Fields(args)
+			if !ok || len(fields) == 0 {
+				continue
+			}
+			cmd := strings.ToUpper(strings.Trim(fields[0], `"`))
+			if strings.HasSuffix(src, " lua") {
+				if cur != nil {
+					cur.Commands = append(cur.Commands, cmd)
+				}
+				continue
+			}
+			if cur != nil {
+				m.Scripts = append(m.Scripts, *cur)
+				cur = nil
+			}
+			switch {
+			case cmd == "EVALSHA" && len(fields) > 1:
+				cur = &ScriptRun{SHA: strings.Trim(fields[1], `"`)}
+			case cmd == "EVAL":
+				cur = &ScriptRun{}
+			default:
+				m.Others[cmd]++
+			}
+		}
+	}()
+	return func() Monitored {
+		// An ECHO through the monitored server marks the end: every
+		// command the server ran before it has been shown once it shows.
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if err := c.Echo(ctx, monitorEnd).Err(); err != nil {
+			t.Errorf("redistest: MONITOR: ending: %v", err)
+		}
+		m := <-got
+		_ = conn.Close()
+		return m
+	}
+}
+
+// monitorEnd is the text Monitor's stop echoes to mark the end.
+const monitorEnd = "redistest:monitor:end"
