@@ -1,10 +1,12 @@
 -- Expirable semaphore: return a held permit (Redisson's release(id):
--- ZREM, INCRBY, publish the new count), once per call; with ARGV[6]
--- "cancel", also mark the permit's acquire as given back so that a late
--- copy of it takes nothing.
--- KEYS: counter, channel, timeout set, operation record. ARGV: raw permit
--- ID, now (epoch ms), publish mode (see publish.lua), replay window ms,
--- hex permit ID, "cancel" or "", operation ID of this call.
+-- ZREM, INCRBY, publish the new count), once per call, designating a
+-- registered client to wake a waiter first (see sem_designate); with
+-- ARGV[6] "cancel", also mark the permit's acquire as given back so that
+-- a late copy of it takes nothing.
+-- KEYS: counter, channel, timeout set, operation record, registry of
+-- waiting clients. ARGV: raw permit ID, now (epoch ms), publish mode (see
+-- publish.lua), replay window ms, hex permit ID, "cancel" or "",
+-- operation ID of this call.
 -- Reply: 1 when returned while its lease ran (also for a copy of a call
 -- that did), 0 when the permit was not held or its lease had passed
 -- (returned to the pool then, as Redisson does).
@@ -26,6 +28,9 @@ if bad then
 end
 redis.call('ZREM', KEYS[3], ARGV[1])
 local v = redis.call('INCRBY', KEYS[1], 1)
+if v > 0 then
+  sem_designate(KEYS[5], KEYS[2], 1, ARGV[3])
+end
 notify(KEYS[2], v, ARGV[3])
 if tonumber(s) <= tonumber(ARGV[2]) then
   return 0

@@ -238,7 +238,7 @@ func (s *Semaphore) attempt(ctx context.Context, n int, wt waiting) (bool, int64
 		last = "1"
 	}
 	cmd, synced := s.c.RunSynced(detached(ctx), lua.SemAcquire, []string{s.name, s.ops, s.waiters},
-		n, id, s.c.ReplayWindow(), desig, (s.poll + registrationGrace).Milliseconds(), last)
+		n, id, s.c.ReplayWindow(), desig, s.live().Milliseconds(), last)
 	res, err := cmd.Int64Slice()
 	if err == nil && len(res) != 3 {
 		err = fmt.Errorf("%w: acquire replied %v", rlock.ErrUnexpectedReply, res)
@@ -307,6 +307,10 @@ func (s *Semaphore) passOn() {
 // time a waiting call may take beyond its next due attempt before its
 // client counts as gone.
 const registrationGrace = 2 * time.Second
+
+// live is the life of this client's registration as a waiting client:
+// the poll plus registrationGrace.
+func (s *Semaphore) live() time.Duration { return s.poll + registrationGrace }
 
 // cancel gives back the permits of acquire operation id if it took them,
 // and makes sure no copy of it takes any later.
