@@ -43,13 +43,21 @@ func (h *expAttemptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHoo
 	}
 }
 
+// How a holder of expHerdRun makes a permit available again.
+type giveBack int
+
+const (
+	byRelease giveBack = iota // Permit.Release
+	byExpiry                  // a lease of 30 ms that passes
+	byAdding                  // AddPermits(1), keeping its permit
+)
+
 // expHerdRun runs clients × waiters goroutines (each client its own
 // connection and hub) on an expirable semaphore of one permit, with no
-// poll within the run, rounds times each: with expire set, each takes the
-// permit with a lease of expire and lets it lapse (the next waiter gets it
-// when a script reclaims it); otherwise each takes it and releases it. It
-// returns the refused acquire attempts per grant.
-func expHerdRun(t *testing.T, b *redistest.Backend, clients, waiters, rounds int, expire time.Duration) float64 {
+// poll within the run, rounds times each: each takes a permit and makes
+// one available again as how says (the next waiter gets it). It returns
+// the refused acquire attempts per grant.
+func expHerdRun(t *testing.T, b *redistest.Backend, clients, waiters, rounds int, how giveBack) float64 {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	name := redistest.Name(t)
@@ -72,8 +80,19 @@ func expHerdRun(t *testing.T, b *redistest.Backend, clients, waiters, rounds int
 		for range waiters {
 			wg.Go(func() {
 				for range rounds {
-					if expire > 0 {
-						if _, err := sems[i].Acquire(ctx, semaphore.WithLease(expire)); err != nil {
+					switch how {
+					case byExpiry:
+						if _, err := sems[i].Acquire(ctx, semaphore.WithLease(30*time.Millisecond)); err != nil {
+							errs <- err
+							return
+						}
+						continue
+					case byAdding:
+						_, err := sems[i].Acquire(ctx, semaphore.WithLease(time.Hour))
+						if err == nil {
+							err = sems[i].AddPermits(ctx, 1)
+						}
+						if err != nil {
 							errs <- err
 							return
 						}
@@ -117,7 +136,7 @@ func expHerdRun(t *testing.T, b *redistest.Backend, clients, waiters, rounds int
 func TestExpirableReleaseWakesAboutOneWaiterAcrossClients(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		const clients, waiters = 4, 6
-		perGrant := expHerdRun(t, b, clients, waiters, 5, 0)
+		perGrant := expHerdRun(t, b, clients, waiters, 5, byRelease)
 		t.Logf("%d clients x %d waiters, releases: %.2f refused acquire attempts per grant", clients, waiters, perGrant)
 		require.LessOrEqual(t, perGrant, 2.0, "a release of one permit woke waiters in several clients")
 	})
@@ -129,9 +148,22 @@ func TestExpirableReleaseWakesAboutOneWaiterAcrossClients(t *testing.T) {
 func TestExpiredPermitWakesAboutOneWaiterAcrossClients(t *testing.T) {
 	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
 		const clients, waiters = 4, 3
-		perGrant := expHerdRun(t, b, clients, waiters, 2, 30*time.Millisecond)
+		perGrant := expHerdRun(t, b, clients, waiters, 2, byExpiry)
 		t.Logf("%d clients x %d waiters, lease expiry: %.2f refused acquire attempts per grant", clients, waiters, perGrant)
 		require.LessOrEqual(t, perGrant, 2.0, "an expired permit woke waiters in several clients")
+	})
+}
+
+// TestExpirableAddPermitsWakesAboutOneWaiterAcrossClients: AddPermits(1)
+// on an expirable semaphore wakes about one waiter in all. Before, it
+// designated nobody (the expirable semaphore's waiters did not register),
+// so every client's hub woke one waiter.
+func TestExpirableAddPermitsWakesAboutOneWaiterAcrossClients(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		const clients, waiters = 4, 6
+		perGrant := expHerdRun(t, b, clients, waiters, 3, byAdding)
+		t.Logf("%d clients x %d waiters, AddPermits(1): %.2f refused acquire attempts per grant", clients, waiters, perGrant)
+		require.LessOrEqual(t, perGrant, 2.0, "AddPermits(1) woke waiters in several clients")
 	})
 }
 

@@ -76,12 +76,12 @@ func (e *Expirable) watching(r attemptReply) {
 // the script says this client watches no more, a call fails (the
 // waiters' polls then reclaim), or the client closes.
 func (e *Expirable) watch(key watcherKey, w *watcher) {
-	defer func() {
-		w.mu.Lock()
+	// endLocked takes w out of the map; w.mu must be held, so that no
+	// refusal moves an ended watcher's expiry unseen.
+	endLocked := func() {
 		w.ended = true
 		watchers.CompareAndDelete(key, w)
-		w.mu.Unlock()
-	}()
+	}
 	life := e.s.c.Life()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -93,6 +93,9 @@ func (e *Expirable) watch(key watcherKey, w *watcher) {
 		timer.Reset(max(time.Until(at)+time.Millisecond, time.Millisecond))
 		select {
 		case <-life.Done():
+			w.mu.Lock()
+			endLocked()
+			w.mu.Unlock()
 			return
 		case <-w.kick:
 			if !timer.Stop() {
@@ -112,6 +115,7 @@ func (e *Expirable) watch(key watcherKey, w *watcher) {
 				w.mu.Unlock()
 				continue
 			}
+			endLocked()
 			w.mu.Unlock()
 			return
 		case w.at.Equal(at) || time.UnixMilli(next).Before(w.at):
