@@ -125,24 +125,23 @@ func (e *Expirable) AcquireN(ctx context.Context, n int, opts ...AcquireOption) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	wc, err := e.s.enterWaiting(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer wc.exit()
 	ps, r, err := e.attemptN(ctx, cfg, n, waiting{register: true})
 	pause, err := e.s.undone(err)
 	if err != nil || ps != nil {
 		return ps, err
 	}
+	wc.refused()
 	e.watching(r)
 	w, joined := e.s.c.Hub().JoinCounting(e.s.channel, e.s.passOn)
 	if !joined {
-		e.s.leave()
 		return nil, rlock.ErrClosed
 	}
-	granted := false
-	defer func() {
-		if !granted && w.Alone() {
-			e.s.leave() // its last waiter gives up: no release should designate this client
-		}
-		w.Leave()
-	}()
+	defer w.Leave()
 	timer := time.NewTimer(e.wait(pause))
 	defer timer.Stop()
 	for {
@@ -154,17 +153,21 @@ func (e *Expirable) AcquireN(ctx context.Context, n int, opts ...AcquireOption) 
 		case <-w.C:
 		case <-timer.C:
 		}
-		ps, r, err = e.attemptN(ctx, cfg, n, waiting{register: true, last: w.Alone()})
+		last := wc.alone()
+		ps, r, err = e.attemptN(ctx, cfg, n, waiting{register: true, last: last})
 		if pause, err = e.s.undone(err); err != nil {
 			return nil, err
 		}
 		if ps != nil {
-			granted = true
+			if last {
+				wc.grantedLast()
+			}
 			if r.left > 0 {
 				w.WakeNext() // more permits for the next waiter of this client
 			}
 			return ps, nil
 		}
+		wc.refused()
 		e.watching(r)
 		if !timer.Stop() {
 			select {
@@ -306,6 +309,9 @@ func (e *Expirable) attemptN(ctx context.Context, cfg acquireConfig, n int, wt w
 		}
 		return nil, r, nil
 	}
+	if len(res) > 2 && res[2] > 0 { // the grant handed this client the watch
+		e.watching(attemptReply{next: time.UnixMilli(res[2]), watch: true})
+	}
 	if synced.Unsynced() {
 		// The grant may be lost on failover: give the permits back (each
 		// release by ID returns its permit once, whatever copies ran).
@@ -328,9 +334,6 @@ func (e *Expirable) attemptN(ctx context.Context, cfg acquireConfig, n int, wt w
 	var r attemptReply
 	if len(res) > 1 {
 		r.left = res[1]
-	}
-	if len(res) > 2 && res[2] > 0 {
-		e.watching(attemptReply{next: time.UnixMilli(res[2]), watch: true})
 	}
 	return ps, r, nil
 }

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rlock-go/rlock/internal/core"
 	"github.com/rlock-go/rlock/internal/lua"
 )
 
@@ -19,21 +18,16 @@ import (
 // it frees permits, across all clients, rather than every waiter of
 // every client at once.
 
-// watcherKey names a watcher: one per client and semaphore.
-type watcherKey struct {
-	c    *core.Client
-	name string
-}
-
 // watcher is a running watch of one semaphore by one client.
 type watcher struct {
 	mu    sync.Mutex
 	at    time.Time     // the expiry to reclaim at
+	later time.Time     // a later expiry claimed meanwhile (zero: none)
 	kick  chan struct{} // at moved earlier
 	ended bool          // it ended; a new one must start
 }
 
-var watchers sync.Map // watcherKey -> *watcher
+var watchers sync.Map // handleKey -> *watcher
 
 // watching starts this client's watcher of the semaphore, or moves it to
 // an earlier expiry, when a refused attempt says the client watches
@@ -42,7 +36,7 @@ func (e *Expirable) watching(r attemptReply) {
 	if !r.watch || r.next.IsZero() {
 		return
 	}
-	key := watcherKey{e.s.c, e.s.name}
+	key := e.s.key()
 	for {
 		v, loaded := watchers.LoadOrStore(key, &watcher{at: r.next, kick: make(chan struct{}, 1)})
 		w := v.(*watcher)
@@ -66,6 +60,8 @@ func (e *Expirable) watching(r attemptReply) {
 			case w.kick <- struct{}{}:
 			default:
 			}
+		} else if r.next.After(w.at) && (w.later.IsZero() || r.next.Before(w.later)) {
+			w.later = r.next // watched after at, even if at's call ends the watch
 		}
 		w.mu.Unlock()
 		return
@@ -75,7 +71,7 @@ func (e *Expirable) watching(r attemptReply) {
 // watch runs watcher w: at each expiry it reclaims and designates, until
 // the script says this client watches no more, a call fails (the
 // waiters' polls then reclaim), or the client closes.
-func (e *Expirable) watch(key watcherKey, w *watcher) {
+func (e *Expirable) watch(key handleKey, w *watcher) {
 	// endLocked takes w out of the map; w.mu must be held, so that no
 	// refusal moves an ended watcher's expiry unseen.
 	endLocked := func() {
@@ -108,19 +104,29 @@ func (e *Expirable) watch(key watcherKey, w *watcher) {
 		case <-timer.C:
 		}
 		next, err := e.watchOnce(life)
+		// The next expiry: the script's, or one claimed since (a refusal
+		// or a grant of this client), the earliest.
 		w.mu.Lock()
-		switch {
-		case err != nil || next <= 0:
-			if !w.at.Equal(at) { // moved meanwhile: a refusal said so since
-				w.mu.Unlock()
-				continue
+		var to time.Time
+		consider := func(t time.Time) {
+			if !t.IsZero() && (to.IsZero() || t.Before(to)) {
+				to = t
 			}
+		}
+		if err == nil && next > 0 {
+			consider(time.UnixMilli(next))
+		}
+		consider(w.later)
+		if !w.at.Equal(at) {
+			consider(w.at)
+		}
+		w.later = time.Time{}
+		if to.IsZero() {
 			endLocked()
 			w.mu.Unlock()
 			return
-		case w.at.Equal(at) || time.UnixMilli(next).Before(w.at):
-			w.at = time.UnixMilli(next)
 		}
+		w.at = to
 		w.mu.Unlock()
 	}
 }
