@@ -55,7 +55,9 @@
 //     designations (Redisson's) wakes as many of each client's waiters as
 //     it counts permits; a waiter granted with permits left over wakes the
 //     next one. A wasted designation costs a waiter at most one poll. The
-//     expirable semaphore's waiters are not designated.
+//     expirable semaphore's waiters are designated the same way, by its
+//     releases, give-backs and reclaims of expired permits (see Expirable
+//     below).
 //
 // Every call's keys share one hash slot, so the scripts run unchanged on
 // Redis Cluster.
@@ -89,6 +91,12 @@
 // renewed with the client's locks, so a crashed holder's permit returns
 // within a watchdog lease. A permit's handle reports its loss (Done, Err
 // wrapping rlock.ErrLockLost, Ctx), and Until says how long it is known
-// to be held. Waiters wake on releases, at the nearest expiry of a held
-// permit, and at least every poll interval.
+// to be held. Waiters wake on releases and at least every poll interval;
+// a lease that passes reaches them through one rlock client: the one that
+// watches the nearest expiry ("{name}:rlock_watch", claimed by a refused
+// waiting acquire, handed on by a grant or a shorter lease while rlock
+// clients wait) reclaims the permit then and designates waiters for it,
+// so a lapse wakes about as many waiters as it frees permits rather than
+// every waiter of every client. A watching client that is gone costs the
+// waiters at most a poll (their own attempts reclaim expired permits).
 package semaphore

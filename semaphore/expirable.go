@@ -31,8 +31,9 @@ const NoLeaseScore = base.SemaphoreNoLeaseScore
 // with NewExpirable; it is cheap, does no I/O and is safe for concurrent
 // use.
 type Expirable struct {
-	s       *Semaphore // the counter, channel and operation record
-	timeout string
+	s        *Semaphore // the counter, channel, operation record and registry of waiting clients
+	timeout  string
+	watchKey string // the expiry watch (see exp_common.lua)
 }
 
 // NewExpirable returns a handle on the expirable semaphore name of client.
@@ -42,7 +43,7 @@ func NewExpirable(client *rlock.Client, name string, opts ...Option) (*Expirable
 	if err != nil {
 		return nil, err
 	}
-	return &Expirable{s: s, timeout: suffixed(name, "timeout")}, nil
+	return &Expirable{s: s, timeout: suffixed(name, "timeout"), watchKey: base.SemaphoreWatch(name)}, nil
 }
 
 // Name returns the semaphore's name, the key of its counter.
@@ -83,8 +84,9 @@ func acquireOptions(opts []AcquireOption) (acquireConfig, error) {
 }
 
 // Acquire takes one permit, waiting until one is available: woken by a
-// release on any client, at the nearest expiry of a held permit (whose
-// reclaim frees one), and at least every poll interval. It returns the
+// release on any client, when a held permit's lease passes (one rlock
+// client reclaims it at its expiry and wakes a waiter for it; see the
+// package doc), and at least every poll interval. It returns the
 // held permit; ctx's error when ctx ends first (a grant that raced with
 // it is given back); rlock.ErrClosed when the client closes;
 // rlock.ErrInvalidArgument for a bad option; rlock.ErrWrongType when the
@@ -123,17 +125,24 @@ func (e *Expirable) AcquireN(ctx context.Context, n int, opts ...AcquireOption) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	ps, next, err := e.attemptN(ctx, cfg, n)
+	wc, err := e.s.enterWaiting(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer wc.exit()
+	ps, r, err := e.attemptN(ctx, cfg, n, waiting{register: true})
 	pause, err := e.s.undone(err)
 	if err != nil || ps != nil {
 		return ps, err
 	}
-	w, joined := e.s.c.Hub().JoinCounting(e.s.channel, nil)
+	wc.refused()
+	e.watching(r)
+	w, joined := e.s.c.Hub().JoinCounting(e.s.channel, e.s.passOn)
 	if !joined {
 		return nil, rlock.ErrClosed
 	}
 	defer w.Leave()
-	timer := time.NewTimer(e.wait(next, pause))
+	timer := time.NewTimer(e.wait(pause))
 	defer timer.Stop()
 	for {
 		select {
@@ -144,17 +153,29 @@ func (e *Expirable) AcquireN(ctx context.Context, n int, opts ...AcquireOption) 
 		case <-w.C:
 		case <-timer.C:
 		}
-		ps, next, err = e.attemptN(ctx, cfg, n)
-		if pause, err = e.s.undone(err); err != nil || ps != nil {
-			return ps, err
+		last := wc.alone()
+		ps, r, err = e.attemptN(ctx, cfg, n, waiting{register: true, last: last})
+		if pause, err = e.s.undone(err); err != nil {
+			return nil, err
 		}
+		if ps != nil {
+			if last {
+				wc.grantedLast()
+			}
+			if r.left > 0 {
+				w.WakeNext() // more permits for the next waiter of this client
+			}
+			return ps, nil
+		}
+		wc.refused()
+		e.watching(r)
 		if !timer.Stop() {
 			select {
 			case <-timer.C:
 			default:
 			}
 		}
-		timer.Reset(e.wait(next, pause))
+		timer.Reset(e.wait(pause))
 	}
 }
 
@@ -166,19 +187,15 @@ func checkPerCall(n int) error {
 	return nil
 }
 
-// wait is how long a waiter sleeps at most: until the nearest expiry (a
-// little after it, for clock skew), bounded by the poll interval, and by
-// the pause after an acquire undone for lack of replica acknowledgement
-// when pause is set.
-func (e *Expirable) wait(next time.Time, pause bool) time.Duration {
-	d := e.s.poll
+// wait is how long a waiter sleeps at most: the poll interval, or the
+// pause after an acquire undone for lack of replica acknowledgement when
+// pause is set. It does not wake at the nearest expiry itself: the
+// watching client does (see watching).
+func (e *Expirable) wait(pause bool) time.Duration {
 	if pause {
-		d = min(d, core.NotReplicatedPause)
+		return min(e.s.poll, core.NotReplicatedPause)
 	}
-	if !next.IsZero() {
-		d = min(d, max(time.Until(next)+time.Millisecond, time.Millisecond))
-	}
-	return d
+	return e.s.poll
 }
 
 // TryAcquire takes one permit if one is available now (after reclaiming
@@ -211,19 +228,30 @@ func (e *Expirable) TryAcquireN(ctx context.Context, n int, opts ...AcquireOptio
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	ps, _, err := e.attemptN(ctx, cfg, n)
+	ps, _, err := e.attemptN(ctx, cfg, n, waiting{})
 	return ps, err
+}
+
+// attemptReply is what an acquire attempt learned beside its permits:
+// the permits left available after a grant, or, after a refusal, the
+// nearest expiry of a held permit (zero: none known) and whether this
+// client watches it (see watching).
+type attemptReply struct {
+	left  int64
+	next  time.Time
+	watch bool
 }
 
 // attemptN runs the acquire script once with a fresh permit ID (which is
 // also the operation ID: a re-sent copy finds the permit and takes no
 // second one). A lost reply or a ctx that ended meanwhile gives the permit
-// back. It returns the permit, or the nearest expiry of a held permit
-// (zero: none known).
+// back. It returns the permits, or nil and what the refusal said.
 //
 // It takes n permits, all or none, each with its own fresh ID; the
-// first's is the operation ID.
-func (e *Expirable) attemptN(ctx context.Context, cfg acquireConfig, n int) ([]*Permit, time.Time, error) {
+// first's is the operation ID. A call that waits (wt) registers its
+// client when refused, as the counting semaphore's does, and may take the
+// expiry watch.
+func (e *Expirable) attemptN(ctx context.Context, cfg acquireConfig, n int, wt waiting) ([]*Permit, attemptReply, error) {
 	raws := make([][]byte, n)
 	ids := make([]string, n)
 	for i := range raws {
@@ -237,7 +265,15 @@ func (e *Expirable) attemptN(ctx context.Context, cfg acquireConfig, n int) ([]*
 	}
 	sent := time.Now()
 	pub := e.s.c.PublishArg(detached(ctx))
-	args := []any{raws[0], sent.Add(lease).UnixMilli(), sent.UnixMilli(), NoLeaseScore, pub, ids[0]}
+	mode := "0"
+	if wt.register {
+		mode = "1"
+		if wt.last {
+			mode = "2"
+		}
+	}
+	args := []any{raws[0], sent.Add(lease).UnixMilli(), sent.UnixMilli(), NoLeaseScore, pub, ids[0],
+		e.s.desig, e.s.live().Milliseconds(), mode}
 	for _, raw := range raws[1:] {
 		args = append(args, raw)
 	}
@@ -250,48 +286,56 @@ func (e *Expirable) attemptN(ctx context.Context, cfg acquireConfig, n int) ([]*
 		}
 		return first
 	}
-	cmd, synced := e.s.c.RunSynced(detached(ctx), lua.ExpAcquire, []string{e.s.name, e.timeout, e.s.channel, e.s.ops},
-		args...)
+	cmd, synced := e.s.c.RunSynced(detached(ctx), lua.ExpAcquire,
+		[]string{e.s.name, e.timeout, e.s.channel, e.s.ops, e.s.waiters, e.watchKey}, args...)
 	res, err := cmd.Int64Slice()
 	if err == nil && len(res) == 0 {
 		err = fmt.Errorf("%w: acquire replied %v", rlock.ErrUnexpectedReply, res)
 	}
 	if err != nil {
 		if isReply(err) {
-			return nil, time.Time{}, e.s.scriptErr("acquire", err)
+			return nil, attemptReply{}, e.s.scriptErr("acquire", err)
 		}
 		if cerr := giveBack(); cerr != nil {
-			return nil, time.Time{}, fmt.Errorf("semaphore %q: acquire failed (%w), and giving back what it may have taken failed too: %w", e.s.name, err, cerr)
+			return nil, attemptReply{}, fmt.Errorf("semaphore %q: acquire failed (%w), and giving back what it may have taken failed too: %w", e.s.name, err, cerr)
 		}
-		return nil, time.Time{}, err
+		return nil, attemptReply{}, err
 	}
 	if res[0] != 1 {
-		var next time.Time
+		var r attemptReply
 		if len(res) > 1 && res[1] > 0 {
-			next = time.UnixMilli(res[1])
+			r.next = time.UnixMilli(res[1])
+			r.watch = len(res) > 2 && res[2] == 1
 		}
-		return nil, next, nil
+		return nil, r, nil
+	}
+	if len(res) > 2 && res[2] > 0 { // the grant handed this client the watch
+		e.watching(attemptReply{next: time.UnixMilli(res[2]), watch: true})
 	}
 	if synced.Unsynced() {
 		// The grant may be lost on failover: give the permits back (each
 		// release by ID returns its permit once, whatever copies ran).
 		why := fmt.Errorf("%w: semaphore %q: %s", rlock.ErrNotReplicated, e.s.name, synced.Describe(fmt.Sprintf("the acquire of %d permits", n)))
 		if cerr := giveBack(); cerr != nil {
-			return nil, time.Time{}, fmt.Errorf("%w (and giving the permits back failed: %w)", why, cerr)
+			return nil, attemptReply{}, fmt.Errorf("%w (and giving the permits back failed: %w)", why, cerr)
 		}
-		return nil, time.Time{}, why
+		return nil, attemptReply{}, why
 	}
 	if err := ctx.Err(); err != nil {
 		if cerr := giveBack(); cerr != nil {
-			return nil, time.Time{}, fmt.Errorf("semaphore %q: %w after a grant; giving it back failed: %w", e.s.name, err, cerr)
+			return nil, attemptReply{}, fmt.Errorf("semaphore %q: %w after a grant; giving it back failed: %w", e.s.name, err, cerr)
 		}
-		return nil, time.Time{}, err
+		return nil, attemptReply{}, err
 	}
 	ps := make([]*Permit, n)
 	for i := range ps {
 		ps[i] = newPermit(e, raws[i], ids[i], cfg.lease, sent)
 	}
-	return ps, time.Time{}, nil
+	var r attemptReply
+	if len(res) > 1 {
+		r.left = res[1]
+	}
+	return ps, r, nil
 }
 
 // release runs the release script for permit raw (hex id); cancel also
@@ -308,7 +352,7 @@ func (e *Expirable) release(ctx context.Context, raw []byte, id string, cancel b
 	var err error
 	for range 3 {
 		var v int64
-		v, err = e.s.c.Run(detached(ctx), lua.ExpRelease, []string{e.s.name, e.s.channel, e.timeout, e.s.ops},
+		v, err = e.s.c.Run(detached(ctx), lua.ExpRelease, []string{e.s.name, e.s.channel, e.timeout, e.s.ops, e.s.waiters},
 			raw, time.Now().UnixMilli(), pub, e.s.c.ReplayWindow(), id, mode, op).Int64()
 		if err == nil {
 			return v == 1, nil
@@ -371,12 +415,18 @@ func (e *Expirable) UpdateLease(ctx context.Context, id string, d time.Duration)
 }
 
 func (e *Expirable) update(ctx context.Context, raw []byte, until, now time.Time) (bool, error) {
-	v, err := e.s.c.Run(ctx, lua.ExpUpdate, []string{e.s.name, e.timeout, e.s.channel},
-		raw, until.UnixMilli(), now.UnixMilli(), e.s.c.PublishArg(ctx)).Int64()
+	res, err := e.s.c.Run(ctx, lua.ExpUpdate, []string{e.s.name, e.timeout, e.s.channel, e.s.waiters, e.watchKey},
+		raw, until.UnixMilli(), now.UnixMilli(), e.s.c.PublishArg(ctx), e.s.desig, e.s.live().Milliseconds(), NoLeaseScore).Int64Slice()
+	if err == nil && len(res) == 0 {
+		err = fmt.Errorf("%w: update lease replied %v", rlock.ErrUnexpectedReply, res)
+	}
 	if err != nil {
 		return false, e.s.scriptErr("update lease", err)
 	}
-	return v == 1, nil
+	if len(res) > 1 {
+		e.watching(attemptReply{next: time.UnixMilli(res[1]), watch: res[1] > 0})
+	}
+	return res[0] == 1, nil
 }
 
 // AvailablePermits returns the permits available now, after returning
@@ -394,7 +444,7 @@ func (e *Expirable) AcquiredPermits(ctx context.Context) (int64, error) {
 }
 
 func (e *Expirable) state(ctx context.Context) (int64, int64, error) {
-	res, err := e.s.c.Run(ctx, lua.ExpState, []string{e.s.name, e.timeout, e.s.channel},
+	res, err := e.s.c.Run(ctx, lua.ExpState, []string{e.s.name, e.timeout, e.s.channel, e.s.waiters},
 		time.Now().UnixMilli(), e.s.c.PublishArg(ctx)).Int64Slice()
 	if err == nil && len(res) != 2 {
 		err = fmt.Errorf("%w: state replied %v", rlock.ErrUnexpectedReply, res)
@@ -419,7 +469,7 @@ func (e *Expirable) LeaseTime(ctx context.Context, id string) (time.Duration, er
 	if err != nil {
 		return 0, err
 	}
-	res, err := e.s.c.Run(ctx, lua.ExpLease, []string{e.s.name, e.timeout, e.s.channel},
+	res, err := e.s.c.Run(ctx, lua.ExpLease, []string{e.s.name, e.timeout, e.s.channel, e.s.waiters},
 		raw, time.Now().UnixMilli(), NoLeaseScore, e.s.c.PublishArg(ctx)).Int64Slice()
 	if err == nil && len(res) == 0 {
 		err = fmt.Errorf("%w: lease time replied %v", rlock.ErrUnexpectedReply, res)

@@ -5,9 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rlock-go/rlock/internal/lua"
 	"github.com/rlock-go/rlock/internal/redistest"
+	"github.com/rlock-go/rlock/internal/waiters"
 	"github.com/rlock-go/rlock/semaphore"
 )
 
@@ -113,5 +116,59 @@ func TestRedissonSharesExpirable(t *testing.T) {
 		_, err = js.Release(ctx, id2)
 		require.NoError(t, err)
 		require.NoError(t, <-got)
+	})
+}
+
+// A Redisson waiter of an expirable semaphore is woken by a Go release
+// that designates an rlock client first: its listener reads the
+// designation's int value, 0, and ignores it, then wakes on the count.
+// Classic and sharded pub/sub.
+func TestRedissonExpirableWaiterWokenByDesignatingRelease(t *testing.T) {
+	redistest.EachWithCluster(t, func(t *testing.T, b *redistest.Backend) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		name := redistest.Name(t)
+		r := redistest.NewRedisson(b.Universal(t), b.Name == redistest.ClusterName)
+		js := r.ExpirableSemaphore(name)
+		ge := newExp(t, clientOn(t, b.Universal(t)), name, semaphore.WithPoll(time.Hour))
+		_, err := ge.TrySetPermits(ctx, 1)
+		require.NoError(t, err)
+		p, err := ge.TryAcquire(ctx, semaphore.WithLease(time.Hour))
+		require.NoError(t, err)
+		require.NotNil(t, p)
+
+		// An rlock client registered as waiting, so that the release
+		// designates it before its count.
+		registry := "{" + name + "}:rlock_waiters"
+		res, err := lua.SemAcquire.Run(ctx, b.Universal(t), []string{name, "{" + name + "}:rlock_ops", registry},
+			1, "registered-client-attempt", 60000, waiters.CountingDesignation("12345"), 60000, "0").Int64Slice()
+		require.NoError(t, err)
+		require.Equal(t, int64(0), res[0], "refused, and registered")
+
+		waits := r.Waits()
+		got := make(chan error, 1)
+		go func() {
+			_, err := js.Acquire(ctx, time.Hour)
+			got <- err
+		}()
+		require.Eventually(t, func() bool { return r.Waits() > waits }, 10*time.Second, time.Millisecond)
+		var sub *redis.PubSub
+		if b.Name == redistest.ClusterName {
+			sub = b.Universal(t).SSubscribe(ctx, "redisson_sc:{"+name+"}")
+		} else {
+			sub = b.Universal(t).Subscribe(ctx, "redisson_sc:{"+name+"}")
+		}
+		defer sub.Close()
+		_, err = sub.Receive(ctx)
+		require.NoError(t, err)
+		require.NoError(t, p.Release(ctx))
+		require.NoError(t, <-got, "Redisson's waiter woke on the count after the designation")
+		var heard []string
+		for len(heard) < 2 {
+			m, err := sub.ReceiveMessage(ctx)
+			require.NoError(t, err)
+			heard = append(heard, m.Payload)
+		}
+		require.Equal(t, []string{waiters.CountingDesignation("12345"), "1"}, heard, "a designation, then the count")
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -131,23 +132,22 @@ func (s *Semaphore) Acquire(ctx context.Context, n int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	wc, err := s.enterWaiting(ctx)
+	if err != nil {
+		return err
+	}
+	defer wc.exit()
 	ok, _, err := s.attempt(ctx, n, waiting{register: true})
 	pause, err := s.undone(err)
 	if err != nil || ok {
 		return err
 	}
+	wc.refused()
 	w, joined := s.c.Hub().JoinCounting(s.channel, s.passOn)
 	if !joined {
-		s.leave()
 		return rlock.ErrClosed
 	}
-	granted := false
-	defer func() {
-		if !granted && w.Alone() {
-			s.leave() // its last waiter gives up: no release should designate this client
-		}
-		w.Leave()
-	}()
+	defer w.Leave()
 	timer := time.NewTimer(s.poll)
 	if pause {
 		timer.Reset(min(s.poll, core.NotReplicatedPause))
@@ -162,18 +162,22 @@ func (s *Semaphore) Acquire(ctx context.Context, n int) error {
 		case <-w.C:
 		case <-timer.C:
 		}
-		ok, left, err := s.attempt(ctx, n, waiting{register: true, last: w.Alone()})
+		last := wc.alone()
+		ok, left, err := s.attempt(ctx, n, waiting{register: true, last: last})
 		pause, err := s.undone(err)
 		if err != nil {
 			return err
 		}
 		if ok {
-			granted = true
+			if last {
+				wc.grantedLast()
+			}
 			if left > 0 {
 				w.WakeNext() // more permits for the next waiter of this client
 			}
 			return nil
 		}
+		wc.refused()
 		if !timer.Stop() {
 			select {
 			case <-timer.C:
@@ -238,7 +242,7 @@ func (s *Semaphore) attempt(ctx context.Context, n int, wt waiting) (bool, int64
 		last = "1"
 	}
 	cmd, synced := s.c.RunSynced(detached(ctx), lua.SemAcquire, []string{s.name, s.ops, s.waiters},
-		n, id, s.c.ReplayWindow(), desig, (s.poll + registrationGrace).Milliseconds(), last)
+		n, id, s.c.ReplayWindow(), desig, s.live().Milliseconds(), last)
 	res, err := cmd.Int64Slice()
 	if err == nil && len(res) != 3 {
 		err = fmt.Errorf("%w: acquire replied %v", rlock.ErrUnexpectedReply, res)
@@ -280,15 +284,14 @@ func (s *Semaphore) attempt(ctx context.Context, n int, wt waiting) (bool, int64
 // off.
 type waiting struct{ register, last bool }
 
-// leave takes this client off the registry of waiting clients, in the
-// background (Close waits for it): its last waiter gave up. A failure is
-// left to the registration's own lapse (the poll plus registrationGrace).
-func (s *Semaphore) leave() {
-	s.c.Background(func() {
-		ctx, cancel := context.WithTimeout(s.c.Life(), 5*time.Second)
-		defer cancel()
-		_ = s.c.Run(ctx, lua.SemLeave, []string{s.waiters}, s.desig).Err()
-	})
+// unregister takes this client off the registry of waiting clients: its
+// last waiting call ended (see waitingCall.exit, which runs it in the
+// background; Close waits for it). A failure is left to the
+// registration's own lapse (the poll plus registrationGrace).
+func (s *Semaphore) unregister() {
+	ctx, cancel := context.WithTimeout(s.c.Life(), 5*time.Second)
+	defer cancel()
+	_ = s.c.Run(ctx, lua.SemLeave, []string{s.waiters}, s.desig).Err()
 }
 
 // passOn publishes the count again without designations, in the
@@ -303,10 +306,122 @@ func (s *Semaphore) passOn() {
 	})
 }
 
+// waitingCalls counts, per client and semaphore, the Acquire calls that
+// may wait, from before their first attempt to their end, and whether the
+// client is registered as waiting: a grant takes the client off the
+// registry only when no other such call is under way (even one that has
+// not joined the hub yet), and the last call to end takes it off when a
+// refusal left it registered. A call that starts while that removal runs
+// waits for it, so the removal never follows the call's registration.
+var waitingCalls = struct {
+	sync.Mutex
+	m map[handleKey]*waitingCount
+}{m: map[handleKey]*waitingCount{}}
+
+type waitingCount struct {
+	n          int
+	registered bool
+	leaving    chan struct{} // closed when the removal in flight ends
+}
+
+// handleKey names a semaphore of a client.
+type handleKey struct {
+	c    *core.Client
+	name string
+}
+
+func (s *Semaphore) key() handleKey { return handleKey{s.c, s.name} }
+
+// waitingCall is one counted Acquire call.
+type waitingCall struct{ s *Semaphore }
+
+// enterWaiting counts a call that may wait, once no removal of the
+// client from the registry is in flight (or ctx ended).
+func (s *Semaphore) enterWaiting(ctx context.Context) (waitingCall, error) {
+	k := s.key()
+	waitingCalls.Lock()
+	for {
+		c := waitingCalls.m[k]
+		if c == nil {
+			c = &waitingCount{}
+			waitingCalls.m[k] = c
+		}
+		if c.leaving == nil {
+			c.n++
+			waitingCalls.Unlock()
+			return waitingCall{s}, nil
+		}
+		leaving := c.leaving
+		waitingCalls.Unlock()
+		select {
+		case <-leaving:
+		case <-ctx.Done():
+			return waitingCall{}, ctx.Err()
+		}
+		waitingCalls.Lock()
+	}
+}
+
+// alone reports whether wc is its client's only waiting call of the
+// semaphore.
+func (wc waitingCall) alone() bool {
+	waitingCalls.Lock()
+	defer waitingCalls.Unlock()
+	return waitingCalls.m[wc.s.key()].n == 1
+}
+
+// refused records that an attempt registered the client; grantedLast
+// that a grant took it off.
+func (wc waitingCall) refused()     { wc.set(true) }
+func (wc waitingCall) grantedLast() { wc.set(false) }
+
+func (wc waitingCall) set(registered bool) {
+	waitingCalls.Lock()
+	waitingCalls.m[wc.s.key()].registered = registered
+	waitingCalls.Unlock()
+}
+
+// exit ends wc's count; the client's last waiting call takes the client
+// off the registry, in the background, if it is registered: no release
+// should designate it.
+func (wc waitingCall) exit() {
+	k := wc.s.key()
+	waitingCalls.Lock()
+	defer waitingCalls.Unlock()
+	c := waitingCalls.m[k]
+	c.n--
+	if c.n > 0 {
+		return
+	}
+	if !c.registered {
+		delete(waitingCalls.m, k)
+		return
+	}
+	c.registered = false
+	leaving := make(chan struct{})
+	c.leaving = leaving
+	done := func() {
+		waitingCalls.Lock()
+		defer waitingCalls.Unlock()
+		close(leaving)
+		c.leaving = nil
+		if c.n == 0 && waitingCalls.m[k] == c {
+			delete(waitingCalls.m, k)
+		}
+	}
+	if !wc.s.c.Background(func() { defer done(); wc.s.unregister() }) {
+		go done() // closing: nothing to take off; done needs the lock held here
+	}
+}
+
 // registrationGrace is added to the poll in a registration's life: the
 // time a waiting call may take beyond its next due attempt before its
 // client counts as gone.
 const registrationGrace = 2 * time.Second
+
+// live is the life of this client's registration as a waiting client:
+// the poll plus registrationGrace.
+func (s *Semaphore) live() time.Duration { return s.poll + registrationGrace }
 
 // cancel gives back the permits of acquire operation id if it took them,
 // and makes sure no copy of it takes any later.

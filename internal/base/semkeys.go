@@ -38,3 +38,8 @@ func SemaphoreOps(name string) string { return Suffixed(name, "rlock_ops") }
 // permits of semaphore name, "{name}:rlock_waiters" (rlock's own): the
 // clients a release designates to wake a waiter.
 func SemaphoreWaiters(name string) string { return Suffixed(name, "rlock_waiters") }
+
+// SemaphoreWatch returns the expiry watch of expirable semaphore name,
+// "{name}:rlock_watch" (rlock's own): the one rlock client that reclaims
+// permits at the nearest expiry and designates waiters for them.
+func SemaphoreWatch(name string) string { return Suffixed(name, "rlock_watch") }

@@ -19,8 +19,10 @@ var (
 	ExpState   = exp("exp_state")
 	ExpLease   = exp("exp_lease")
 	ExpDrain   = exp("exp_drain")
+	// ExpWatch is the expiry watch's call (see exp_watch.lua).
+	ExpWatch = exp("exp_watch")
 )
 
 func expScripts() []*redis.Script {
-	return []*redis.Script{ExpAcquire, ExpRelease, ExpUpdate, ExpState, ExpLease, ExpDrain}
+	return []*redis.Script{ExpAcquire, ExpRelease, ExpUpdate, ExpState, ExpLease, ExpDrain, ExpWatch}
 }

@@ -65,6 +65,8 @@ func TestSemaphoreAndLatchScriptsFailingAfterAWrite(t *testing.T) {
 		rdb := b.NewClient(t)
 		now := strconv.FormatInt(time.Now().UnixMilli(), 10)
 		past := strconv.FormatInt(time.Now().Add(-time.Minute).UnixMilli(), 10)
+		laterMs := float64(time.Now().Add(time.Hour).UnixMilli())
+		later := strconv.FormatInt(int64(laterMs), 10)
 		for _, tc := range []struct {
 			name   string
 			script *redis.Script
@@ -106,27 +108,118 @@ func TestSemaphoreAndLatchScriptsFailingAfterAWrite(t *testing.T) {
 					require.Equal(t, "1", rdb.Get(ctx, n).Val())
 					require.NoError(t, rdb.ZScore(ctx, n+":ops", "op1!").Err())
 				}},
-			{"exp_lease/counter", lua.ExpLease, func(n string) []string { return []string{n, n + ":timeout", n + ":ch"} },
+			{"exp_lease/counter", lua.ExpLease, func(n string) []string { return []string{n, n + ":timeout", n + ":ch", n + ":w"} },
 				func(n string) {
 					rdb.HSet(ctx, n, "f", "1")
 					rdb.ZAdd(ctx, n+":timeout", redis.Z{Score: 1, Member: "gone"}, redis.Z{Score: 1e15, Member: "p"})
 				},
-				[]any{"p", now, "-1", "c"}, nil},
-			{"exp_release/cancel-timeout", lua.ExpRelease, func(n string) []string { return []string{n, n + ":ch", n + ":timeout", n + ":ops"} },
+				[]any{"p", now, "922337203685477", "c"}, nil},
+			{"exp_release/cancel-timeout", lua.ExpRelease, func(n string) []string { return []string{n, n + ":ch", n + ":timeout", n + ":ops", n + ":w"} },
 				func(n string) { rdb.Set(ctx, n, "0", 0); rdb.Set(ctx, n+":timeout", "x", 0) },
 				[]any{"p", now, "c", 60000, "70", "cancel", "op1"}, nil},
-			{"exp_release/counter-5.0", lua.ExpRelease, func(n string) []string { return []string{n, n + ":ch", n + ":timeout", n + ":ops"} },
+			{"exp_release/counter-5.0", lua.ExpRelease, func(n string) []string { return []string{n, n + ":ch", n + ":timeout", n + ":ops", n + ":w"} },
 				func(n string) {
 					rdb.Set(ctx, n, "5.0", 0)
 					rdb.ZAdd(ctx, n+":timeout", redis.Z{Score: 1e15, Member: "p"})
 				},
 				[]any{"p", now, "c", 60000, "70", "", "op1"}, nil},
-			{"exp_acquire/counter-5.0", lua.ExpAcquire, func(n string) []string { return []string{n, n + ":timeout", n + ":ch", n + ":ops"} },
+			{"exp_acquire/counter-5.0", lua.ExpAcquire, func(n string) []string {
+				return []string{n, n + ":timeout", n + ":ch", n + ":ops", n + ":w", n + ":watch"}
+			},
 				func(n string) {
 					rdb.Set(ctx, n, "5.0", 0)
 					rdb.ZAdd(ctx, n+":timeout", redis.Z{Score: 1, Member: "gone"})
 				},
-				[]any{"p", "1000000000000000", past, "-1", "c", "op1"}, nil},
+				[]any{"p", "1000000000000000", past, "922337203685477", "c", "op1", "7", 5000, "1"}, nil},
+			// The expirable semaphore's registry of waiting clients and
+			// its expiry watch are written or read after the script's
+			// first write (designations after a release or a reclaim,
+			// registration after a refused reclaiming attempt, the watch
+			// claimed after it): one of another type is refused before any
+			// write (a release, a waiting acquire), or passed over without
+			// designations (a give-back, a reclaim by a query, the watch).
+			{"exp_release/registry", lua.ExpRelease, func(n string) []string { return []string{n, n + ":ch", n + ":timeout", n + ":ops", n + ":w"} },
+				func(n string) {
+					rdb.Set(ctx, n, "0", 0)
+					rdb.ZAdd(ctx, n+":timeout", redis.Z{Score: laterMs, Member: "p"})
+					rdb.Set(ctx, n+":w", "x", 0)
+				},
+				[]any{"p", now, "c", 60000, "70", "", "op1"}, nil},
+			{"exp_release/cancel-registry", lua.ExpRelease, func(n string) []string { return []string{n, n + ":ch", n + ":timeout", n + ":ops", n + ":w"} },
+				func(n string) {
+					rdb.Set(ctx, n, "0", 0)
+					rdb.ZAdd(ctx, n+":timeout", redis.Z{Score: laterMs, Member: "p"})
+					rdb.Set(ctx, n+":w", "x", 0)
+				},
+				[]any{"p", now, "c", 60000, "70", "cancel", "op1"},
+				func(t *testing.T, n string, res any, err error) {
+					require.NoError(t, err)
+					require.Equal(t, "1", rdb.Get(ctx, n).Val(), "the permit went back")
+					require.Zero(t, rdb.ZCard(ctx, n+":timeout").Val())
+					require.NoError(t, rdb.ZScore(ctx, n+":ops", "70!").Err(), "the acquire is marked given back")
+				}},
+			{"exp_state/reclaim-registry", lua.ExpState, func(n string) []string { return []string{n, n + ":timeout", n + ":ch", n + ":w"} },
+				func(n string) {
+					rdb.Set(ctx, n, "0", 0)
+					rdb.ZAdd(ctx, n+":timeout", redis.Z{Score: 1, Member: "gone"})
+					rdb.Set(ctx, n+":w", "x", 0)
+				},
+				[]any{now, "c"},
+				func(t *testing.T, n string, res any, err error) {
+					require.NoError(t, err)
+					require.Equal(t, []any{int64(1), int64(0)}, res, "the expired permit was reclaimed")
+					require.Equal(t, "x", rdb.Get(ctx, n+":w").Val())
+				}},
+			{"exp_acquire/waiting-registry", lua.ExpAcquire, func(n string) []string {
+				return []string{n, n + ":timeout", n + ":ch", n + ":ops", n + ":w", n + ":watch"}
+			},
+				func(n string) {
+					rdb.Set(ctx, n, "0", 0)
+					rdb.ZAdd(ctx, n+":timeout", redis.Z{Score: 1, Member: "gone"}, redis.Z{Score: laterMs, Member: "q"})
+					rdb.Set(ctx, n+":w", "x", 0)
+				},
+				[]any{"p", later, now, "922337203685477", "c", "op1", "7", 5000, "1"}, nil},
+			{"exp_acquire/reclaim-registry", lua.ExpAcquire, func(n string) []string {
+				return []string{n, n + ":timeout", n + ":ch", n + ":ops", n + ":w", n + ":watch"}
+			},
+				func(n string) {
+					rdb.Set(ctx, n, "0", 0)
+					rdb.ZAdd(ctx, n+":timeout", redis.Z{Score: 1, Member: "gone"})
+					rdb.Set(ctx, n+":w", "x", 0)
+				},
+				[]any{"p", later, now, "922337203685477", "c", "op1", "7", 5000, "0"},
+				func(t *testing.T, n string, res any, err error) {
+					require.NoError(t, err)
+					require.Equal(t, int64(1), res.([]any)[0], "granted from the reclaimed permit")
+				}},
+			{"exp_acquire/watch", lua.ExpAcquire, func(n string) []string {
+				return []string{n, n + ":timeout", n + ":ch", n + ":ops", n + ":w", n + ":watch"}
+			},
+				func(n string) {
+					rdb.Set(ctx, n, "0", 0)
+					rdb.ZAdd(ctx, n+":timeout", redis.Z{Score: laterMs, Member: "q"})
+					rdb.HSet(ctx, n+":watch", "f", "1")
+				},
+				[]any{"p", later, now, "922337203685477", "c", "op1", "7", 5000, "1"},
+				func(t *testing.T, n string, res any, err error) {
+					require.NoError(t, err)
+					require.Equal(t, []any{int64(0), int64(laterMs), int64(1)}, res, "refused, registered, watching")
+					require.Equal(t, later+":7", rdb.Get(ctx, n+":watch").Val())
+				}},
+			{"exp_watch/registry", lua.ExpWatch, func(n string) []string { return []string{n, n + ":timeout", n + ":ch", n + ":w", n + ":watch"} },
+				func(n string) {
+					rdb.Set(ctx, n, "0", 0)
+					rdb.ZAdd(ctx, n+":timeout", redis.Z{Score: 1, Member: "gone"})
+					rdb.Set(ctx, n+":w", "x", 0)
+					rdb.Set(ctx, n+":watch", "1:7", 0)
+				},
+				[]any{now, "c", "7", 5000, "922337203685477"},
+				func(t *testing.T, n string, res any, err error) {
+					require.NoError(t, err)
+					require.Equal(t, int64(-1), res)
+					require.Equal(t, "1", rdb.Get(ctx, n).Val(), "the expired permit was reclaimed")
+					require.Zero(t, rdb.Exists(ctx, n+":watch").Val(), "the watch ended")
+				}},
 			{"latch_count_down/beyond-int64", lua.LatchCountDown, func(n string) []string { return []string{n, n + ":ch", n + ":ops"} },
 				func(n string) { rdb.Set(ctx, n, "9999999999999999999", 0) },
 				[]any{"op1", 60000, "c"}, nil},

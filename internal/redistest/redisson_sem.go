@@ -147,9 +147,9 @@ func (s *RExpirableSemaphore) timeout() string {
 
 func (s *RExpirableSemaphore) publishCmd() string { return (&RSemaphore{r: s.r}).publishCmd() }
 
-// TryAcquire is tryAcquire(lease) without a wait (lease < 0: no lease);
-// it returns the permit's ID when acquired.
-func (s *RExpirableSemaphore) TryAcquire(ctx context.Context, lease time.Duration) (string, bool, error) {
+// try runs the acquire script once: the permit's ID when acquired, else
+// the nearest expiry it reported (epoch ms; 0: none).
+func (s *RExpirableSemaphore) try(ctx context.Context, lease time.Duration) (string, bool, int64, error) {
 	raw := make([]byte, 16)
 	_, _ = rand.Read(raw)
 	now := nowMs()
@@ -160,15 +160,74 @@ func (s *RExpirableSemaphore) TryAcquire(ctx context.Context, lease time.Duratio
 	res, err := redissonExpAcquire.Run(ctx, s.r.rdb, []string{s.name, s.timeout(), derived("redisson_sc", s.name)},
 		1, expiry, now, RedissonNoLease, s.publishCmd(), raw).Result()
 	if errors.Is(err, redis.Nil) {
-		return "", false, nil
+		return "", false, 0, nil
 	}
 	if err != nil {
-		return "", false, err
+		return "", false, 0, err
 	}
 	if res == "OK" {
-		return hex.EncodeToString(raw), true, nil
+		return hex.EncodeToString(raw), true, 0, nil
 	}
-	return "", false, nil
+	hint, _ := res.(string)
+	next, _ := strconv.ParseInt(strings.TrimPrefix(hint, ":"), 10, 64)
+	return "", false, next, nil
+}
+
+// Acquire is acquire(lease) (lease < 0: no lease): try, subscribe, then
+// try again after each wake-up. As Redisson's listener does, a message
+// wakes the waiter only when its int value (the low 32 bits of the long)
+// is positive; the waiter also wakes by itself at the nearest expiry the
+// refused try reported, and never otherwise (no poll).
+func (s *RExpirableSemaphore) Acquire(ctx context.Context, lease time.Duration) (string, error) {
+	if id, ok, _, err := s.try(ctx, lease); ok || err != nil {
+		return id, err
+	}
+	var ps *redis.PubSub
+	if s.r.Sharded {
+		ps = s.r.rdb.SSubscribe(ctx, derived("redisson_sc", s.name))
+	} else {
+		ps = s.r.rdb.Subscribe(ctx, derived("redisson_sc", s.name))
+	}
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		return "", err
+	}
+	msgs := ps.Channel()
+	for {
+		id, ok, next, err := s.try(ctx, lease)
+		if ok || err != nil {
+			return id, err
+		}
+		s.r.waits.Add(1)
+		var expiry <-chan time.Time
+		if next > 0 {
+			expiry = time.After(time.Until(time.UnixMilli(next)))
+		}
+	wait:
+		for {
+			select {
+			case m := <-msgs:
+				v, err := strconv.ParseInt(m.Payload, 10, 64)
+				if err != nil {
+					return "", fmt.Errorf("redisson: LongCodec cannot decode %q on %s: %w", m.Payload, m.Channel, err)
+				}
+				if int32(v) > 0 {
+					break wait
+				}
+			case <-expiry:
+				break wait
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}
+	}
+}
+
+// TryAcquire is tryAcquire(lease) without a wait (lease < 0: no lease);
+// it returns the permit's ID when acquired.
+func (s *RExpirableSemaphore) TryAcquire(ctx context.Context, lease time.Duration) (string, bool, error) {
+	id, ok, _, err := s.try(ctx, lease)
+	return id, ok, err
 }
 
 // Release is release(id): false when the permit was not held (or had

@@ -12,11 +12,12 @@ import "strconv"
 // designations named this client (at most the count; none when they named
 // only other clients); an undesignated count message (Redisson's, or one
 // with no rlock client registered) wakes as many as it counts permits (at
-// least one for a payload that is not a number; none for 0 or less). The
-// longest-waiting first. When designations of this client find fewer
-// waiters to wake than they name (its waiters left, or every one is about
-// to try already), wasted, if not nil, is called (under the hub's lock:
-// it must not block) so that the client passes them on.
+// least one for a payload that is not a number; none for 0 or less):
+// distinct waiters with no wake-up pending, the longest-waiting first.
+// When designations of this client find fewer waiters to wake than they
+// name (its waiters left, or every one is about to try already), wasted,
+// if not nil, is called (under the hub's lock: it must not block) so that
+// the client passes them on.
 func (h *Hub) JoinCounting(channel string, wasted func()) (*Waiter, bool) {
 	w, ok := h.Join(channel)
 	if !ok {
@@ -93,9 +94,15 @@ func (h *Hub) countingLocked(t *topic, payload string, from int) {
 	if len(t.waiters) == 0 {
 		t.missed = true
 	}
-	for ; n > 0; n-- {
-		if t.wakeOne(nil) == nil {
+	// n distinct waiters, the longest-waiting first: one parked on its
+	// channel takes a wake-up at once and has none pending, so asking
+	// wakeOne n times could wake it again instead of the next.
+	for _, w := range t.waiters {
+		if n <= 0 {
 			break
+		}
+		if w.signal() {
+			n--
 		}
 	}
 	if designated && n > 0 && t.semWaste != nil {

@@ -67,3 +67,58 @@ func TestCountingDesignations(t *testing.T) {
 		w2.Leave()
 	})
 }
+
+// TestPlainCountWakesDistinctWaiters: an undesignated count n (Redisson's
+// release) wakes n distinct waiters (at most all of them), as Redisson's
+// listener wakes min(waiters, n). Before, each of the n wake-ups went to
+// the first waiter with no wake-up pending; a waiter parked on its
+// channel takes a wake-up at once, leaving nothing pending, so "2" woke
+// the longest-waiting waiter twice and the second not at all (the "2"
+// that woke one of two waiters in TestCountingDesignations' first runs).
+func TestPlainCountWakesDistinctWaiters(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx := context.Background()
+		rdb := b.NewClient(t)
+		h := newHub(t, rdb)
+		defer h.Close()
+		h.SetDesignation("424242", nil)
+		ch := redistest.Name(t)
+		ws := make([]*waiters.Waiter, 3)
+		for i := range ws {
+			w, ok := h.JoinCounting(ch, nil)
+			require.True(t, ok)
+			ws[i] = w
+		}
+		require.True(t, signalled(ws[0]), "the subscription's confirmation")
+		for _, w := range ws[1:] {
+			<-w.C
+		}
+		var woken [3]atomic.Int64
+		var total atomic.Int64
+		done := make(chan struct{})
+		defer close(done)
+		for i, w := range ws {
+			go func() { // parked on its channel, as a waiting Acquire is
+				for {
+					select {
+					case <-w.C:
+						woken[i].Add(1)
+						total.Add(1)
+					case <-done:
+						return
+					}
+				}
+			}()
+		}
+		for round := range 10 {
+			before := total.Load()
+			require.NoError(t, rdb.Publish(ctx, ch, "2").Err())
+			require.Eventually(t, func() bool { return total.Load() == before+2 }, 5*time.Second, time.Millisecond)
+			require.Equal(t, []int64{int64(round + 1), int64(round + 1), 0},
+				[]int64{woken[0].Load(), woken[1].Load(), woken[2].Load()}, "round %d: two permits, two distinct waiters", round)
+		}
+		for _, w := range ws {
+			w.Leave()
+		}
+	})
+}
