@@ -414,9 +414,53 @@ func (h *Hub) Join(channel string) (*Waiter, bool) {
 	if h.closed {
 		return nil, false
 	}
+	w, _ := h.joinLocked(channel)
+	return w, true
+}
+
+// JoinIfListening is Join for a channel the hub has already, with waiters
+// or lingering; it returns nil, registering nothing, when the hub has not
+// (or is closed). A caller that must not miss a message published after
+// its next attempt joins so before it; when the channel is missing, it
+// may attempt first and then JoinAfter.
+func (h *Hub) JoinIfListening(channel string) *Waiter {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed || h.topics[channel] == nil {
+		return nil
+	}
+	w, _ := h.joinLocked(channel)
+	return w
+}
+
+// JoinAfter is Join for a caller that found the channel missing
+// (JoinIfListening returned nil) and then attempted: a new channel's
+// subscription confirmation signals the waiter, so no message published
+// after the attempt is missed; but when the channel appeared meanwhile (a
+// waiter of the client joined it), a message it got may have gone to its
+// other waiters only, so the waiter gets a signal at once: the caller
+// tries again.
+func (h *Hub) JoinAfter(channel string) (*Waiter, bool) {
+	h.resolve(context.Background())
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, false
+	}
+	w, fresh := h.joinLocked(channel)
+	if !fresh {
+		w.signal()
+	}
+	return w, true
+}
+
+// joinLocked registers a waiter on channel (see Join) and reports whether
+// it created the channel's topic. h.mu must be held and h open.
+func (h *Hub) joinLocked(channel string) (*Waiter, bool) {
 	w := &Waiter{C: make(chan struct{}, 1), hub: h}
 	t := h.topics[channel]
-	if t == nil {
+	fresh := t == nil
+	if fresh {
 		t = h.newTopicLocked(channel)
 	}
 	w.topic = t
@@ -430,7 +474,7 @@ func (h *Hub) Join(channel string) (*Waiter, bool) {
 		}
 		t.missed = false
 	}
-	return w, true
+	return w, fresh
 }
 
 // newTopicLocked creates the topic of channel and queues its
