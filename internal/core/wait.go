@@ -306,6 +306,9 @@ func (l *Lock) retry(ctx context.Context, w *waiters.Waiter, ws *waitState, woke
 	case err == nil && out.forWriter:
 		w.PassOnToPreferred()
 	}
+	if hook := testHookRetried.Load(); hook != nil {
+		(*hook)(ctx)
+	}
 	out, err = ws.retryable(out, err)
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return out, ws.ctxErr(ctx)
