@@ -87,4 +87,3 @@ func TestUncontendedRWLockTouchesNoPubSub(t *testing.T) {
 		}
 	})
 }
-
