@@ -37,8 +37,12 @@ func (l *Lock) wait(ctx context.Context, o *ownerState, lease time.Duration) (er
 	}
 	defer w.Leave()
 	ws.req.joined = true
-	if ws.plan.registers {
-		w.Registers()
+	if ws.plan.registers && !w.Registers() {
+		// The client closed after the refused attempt registered it, and
+		// Close may have unregistered it from the channels it knew of
+		// without this one: this call does.
+		l.c.unregisterNow(ws.plan.channel)
+		return ws.done(base.ErrClosed)
 	}
 	ws.startWaiting()
 	defer ws.stopWaiting()
@@ -77,6 +81,9 @@ func (l *Lock) join(ctx context.Context, ws *waitState) (*waiters.Waiter, outcom
 	}
 	w, ok := join(ws.plan.channel)
 	if !ok {
+		if ws.plan.registers {
+			l.c.unregisterNow(ws.plan.channel) // see wait
+		}
 		return nil, out, base.ErrClosed
 	}
 	if ws.plan.prefer {

@@ -439,7 +439,8 @@ func (h *Hub) JoinIfListening(channel string) *Waiter {
 // after the attempt is missed; but when the channel appeared meanwhile (a
 // waiter of the client joined it), a message it got may have gone to its
 // other waiters only, so the waiter gets a signal at once: the caller
-// tries again.
+// tries again. It reports false, registering nothing, when the hub is
+// closed.
 func (h *Hub) JoinAfter(channel string) (*Waiter, bool) {
 	h.resolve(context.Background())
 	h.mu.Lock()
@@ -783,11 +784,15 @@ func (h *Hub) passOnLocked(channel string, drop bool) {
 // Registers marks the waiter's channel as one whose waiters register
 // their client with the lock (a reentrant lock's): when the channel is
 // dropped, its last waiter long gone, the client is unregistered (see
-// SetDesignation), so that no release designates it meanwhile.
-func (w *Waiter) Registers() {
+// SetDesignation), so that no release designates it meanwhile; and a
+// closing client unregisters from it (see Registered). It reports false
+// when the hub is closed already: Registered may have been read without
+// the channel, and the caller must unregister its client itself.
+func (w *Waiter) Registers() bool {
 	w.hub.mu.Lock()
+	defer w.hub.mu.Unlock()
 	w.topic.registers = true
-	w.hub.mu.Unlock()
+	return !w.hub.closed
 }
 
 // SetDesignation makes the hub act on designations (see the package doc):
