@@ -243,3 +243,38 @@ func TestFailedDesignatedWriterPassesTheDesignationOn(t *testing.T) {
 		require.NoError(t, ws[2].WriteLock().Unlock(ctx))
 	})
 }
+
+// Regression: a blocking writer that finds no channel attempts before it
+// joins, and its refused attempt registers its client with the lock. A
+// client closed between that attempt and the join took itself off the
+// registries of the channels its hub had, which did not include this one
+// yet, and the call returned ErrClosed without taking it off either: the
+// closed client stayed registered until its registration lapsed, and
+// releases designated it meanwhile. The call now unregisters its client
+// itself when it finds the client closed after a refused attempt. Here
+// the client closes exactly in that window.
+func TestClientClosedBetweenRefusedAttemptAndJoinLeavesTheWritersRegistry(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		name := redistest.Name(t)
+		opts := []rwlock.Option{rwlock.WithWriterWait(time.Minute)}
+		holder := newRW(t, newClient(t, b), name, opts...)
+		require.NoError(t, holder.WriteLock().Lock(ctx))
+		rdb := b.Universal(t)
+		closing := newClient(t, b)
+		cctx, ccancel := context.WithCancel(ctx)
+		defer ccancel()
+		var registeredBeforeClose int64
+		defer core.BetweenAttemptAndJoin(cctx, func() {
+			registeredBeforeClose = rdb.ZCard(ctx, base.RWWaiters(name)).Val()
+			_ = closing.Close()
+		})()
+		require.ErrorIs(t, newRW(t, closing, name, opts...).WriteLock().Lock(cctx), rlock.ErrClosed)
+		require.Equal(t, int64(1), registeredBeforeClose, "the refused attempt registered the client")
+		n, err := rdb.ZCard(ctx, base.RWWaiters(name)).Result()
+		require.NoError(t, err)
+		require.Zero(t, n, "the closed client is still registered")
+		require.NoError(t, holder.WriteLock().Unlock(ctx))
+	})
+}

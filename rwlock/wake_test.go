@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rlock-go/rlock"
+	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/core"
 	"github.com/rlock-go/rlock/internal/redistest"
 	"github.com/rlock-go/rlock/rwlock"
@@ -31,6 +33,7 @@ func TestPassedOnWakeUpReachesTheOtherWriter(t *testing.T) {
 		c := newClient(t, b)
 		w1, r, w2 := newRW(t, c, name, opts...), newRW(t, c, name, opts...), newRW(t, c, name, opts...)
 		require.NoError(t, holder.ReadLock().Lock(ctx))
+		listen(t, c, name)
 
 		w1ctx, w1cancel := context.WithCancel(ctx)
 		defer w1cancel()
@@ -49,10 +52,11 @@ func TestPassedOnWakeUpReachesTheOtherWriter(t *testing.T) {
 		defer core.FailNextWokenAttempt(w1ctx, w1cancel)()
 		require.NoError(t, holder.ReadLock().Unlock(ctx))
 		if err := <-w1done; err == nil {
-			// w1's retry after its subscription was confirmed reached the
+			// w1's retry after a subscription confirmation reached the
 			// server after the release, ahead of the woken attempt, and
 			// took the lock: the failed wake-up this test is about did not
-			// happen (about 1 run in 180 on a cluster).
+			// happen. listen makes w1 join a confirmed channel, so only a
+			// resubscription (a reconnect) can do that.
 			require.NoError(t, w1.WriteLock().Unlock(ctx))
 			t.Skip("setup race: w1 took the lock with its confirmation retry, not the woken attempt")
 		} else {
@@ -81,4 +85,26 @@ func TestPassedOnWakeUpReachesTheOtherWriter(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, locked)
 	})
+}
+
+// listen has client c subscribe to read-write lock name's channel and
+// returns once the subscription is confirmed, leaving the channel
+// lingering (still subscribed, for a second): a blocking Lock of c that
+// starts now joins the confirmed channel before its first attempt, and no
+// confirmation wakes it later. Without it the call's first refused attempt
+// creates the channel, and the confirmation's retry may reach the server
+// after a release the test publishes next, ahead of the wake-up the test
+// is about.
+func listen(t *testing.T, c *rlock.Client, name string) {
+	t.Helper()
+	cc, ok := core.Of(c)
+	require.True(t, ok)
+	signals, leave, ok := cc.Probe(base.RWChannel(name))
+	require.True(t, ok)
+	select {
+	case <-signals:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the channel's subscription was never confirmed")
+	}
+	leave()
 }

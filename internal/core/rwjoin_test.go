@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,7 +70,12 @@ func testReleaseBeforeJoin(t *testing.T, b *redistest.Backend, late bool) {
 	rdone := make(chan error, 1)
 	pub := b.NewClient(t)
 	var hookErr error
-	restore := core.BetweenAttemptAndJoin(wctx, func() { hookErr = releaseInWindow(ctx, waiter, r1, r2, rctx, rdone, pub, name) })
+	var retries *atomic.Int32
+	if late {
+		retries = new(atomic.Int32)
+		defer core.OnRetried(rctx, func() { retries.Add(1) })()
+	}
+	restore := core.BetweenAttemptAndJoin(wctx, func() { hookErr = releaseInWindow(ctx, waiter, r1, r2, rctx, rdone, pub, name, retries) })
 	defer restore()
 	if late {
 		defer core.JoinLate()()
@@ -110,9 +116,18 @@ func testReleaseBeforeJoin(t *testing.T, b *redistest.Backend, late bool) {
 // the writer), then r1, the last reader, leaves; it returns once the
 // writer's client has handled r1's release (a probe's message published
 // after it on the same pub/sub connection has arrived).
+//
+// With retries (counting r2's attempts after its first; the late join,
+// where r2 alone waits on a channel it opened), it also returns only once
+// r2's attempt after the channel's confirmation has ended before r1
+// leaves, and its attempt after r1's release has ended, passing its
+// wake-up on: otherwise that pass-on could come after the writer's late
+// join and wake it (r2 is refused for a waiting writer on a free lock),
+// and the check that the late join misses the release would fail by
+// chance (4 runs in 30 on miniredis).
 func releaseInWindow(ctx context.Context, waiter *core.Client, r1, r2 *core.Lock, rctx context.Context, rdone chan<- error, pub interface {
 	Publish(ctx context.Context, channel string, message any) *redis.IntCmd
-}, name string) error {
+}, name string, retries *atomic.Int32) error {
 	before := waiter.Waiters().Waiters
 	go func() { rdone <- r2.Lock(rctx) }()
 	if !eventually(func() bool { return waiter.Waiters().Waiters == before+1 }) {
@@ -130,11 +145,17 @@ func releaseInWindow(ctx context.Context, waiter *core.Client, r1, r2 *core.Lock
 		return errors.New("the probe's subscription was never confirmed")
 	}
 	<-signals
+	if retries != nil && !eventually(func() bool { return retries.Load() >= 1 }) {
+		return errors.New("the reader never tried again after the channel's confirmation")
+	}
 	if err := errors.Join(r1.Unlock(ctx), pub.Publish(ctx, probe, "1").Err()); err != nil {
 		return err
 	}
 	if !eventually(func() bool { return len(signals) > 0 }) {
 		return errors.New("the probe's message never came")
+	}
+	if retries != nil && !eventually(func() bool { return retries.Load() >= 2 }) {
+		return errors.New("the reader never tried again after the release")
 	}
 	return nil
 }

@@ -64,6 +64,25 @@ func onceIn(ctx context.Context, fn func()) *func(context.Context) {
 	return &hook
 }
 
+// testHookRetried, when set, runs in a waiting Lock after each attempt
+// that followed its first (a wake-up's or a timer's), once the wake-up's
+// pass-on, if any, is done: tests use it to know that such an attempt
+// has ended.
+var testHookRetried atomic.Pointer[func(context.Context)]
+
+// OnRetried arranges, for tests, that fn runs in a Lock waiting with ctx
+// after each of its attempts but the first, once any wake-up it passes
+// on is passed. Call restore when done.
+func OnRetried(ctx context.Context, fn func()) (restore func()) {
+	hook := func(hctx context.Context) {
+		if hctx == ctx {
+			fn()
+		}
+	}
+	testHookRetried.Store(&hook)
+	return func() { testHookRetried.Store(nil) }
+}
+
 // testHookAttempted, when set, runs in a blocking Lock after its first
 // attempt left it waiting and before the call joins its channel (a plan
 // that joins early has joined before the attempt): tests use it to publish

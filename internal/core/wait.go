@@ -37,8 +37,12 @@ func (l *Lock) wait(ctx context.Context, o *ownerState, lease time.Duration) (er
 	}
 	defer w.Leave()
 	ws.req.joined = true
-	if ws.plan.registers {
-		w.Registers()
+	if ws.plan.registers && !w.Registers() {
+		// The client closed after the refused attempt registered it, and
+		// Close may have unregistered it from the channels it knew of
+		// without this one: this call does.
+		l.c.unregisterNow(ws.plan.channel)
+		return ws.done(base.ErrClosed)
 	}
 	ws.startWaiting()
 	defer ws.stopWaiting()
@@ -55,7 +59,7 @@ func (l *Lock) join(ctx context.Context, ws *waitState) (*waiters.Waiter, outcom
 			return w, outcome{kind: notTried}, nil
 		}
 	}
-	early := l.joinEarly(ws.plan)
+	early, after := l.joinEarly(ws.plan)
 	first := ws.req
 	first.joined, first.first = early != nil, true // an early waiter counts itself
 	out, err := ws.retryable(l.attempt(ctx, ws.o, first))
@@ -71,8 +75,15 @@ func (l *Lock) join(ctx context.Context, ws *waitState) (*waiters.Waiter, outcom
 	if early != nil {
 		return early, out, nil
 	}
-	w, ok := l.c.hub.Join(ws.plan.channel)
+	join := l.c.hub.Join
+	if after {
+		join = l.c.hub.JoinAfter
+	}
+	w, ok := join(ws.plan.channel)
 	if !ok {
+		if ws.plan.registers {
+			l.c.unregisterNow(ws.plan.channel) // see wait
+		}
 		return nil, out, base.ErrClosed
 	}
 	if ws.plan.prefer {
@@ -86,21 +97,26 @@ func (l *Lock) join(ctx context.Context, ws *waitState) (*waiters.Waiter, outcom
 // later join would wake only the client's other waiters (a read-write
 // lock's waiters do not pass on a wake-up they cannot use), and this call
 // would sleep until its poll. Joined first, it gets every message
-// published after its attempt was sent, or, on a channel not yet
-// subscribed, a wake-up once the subscription is confirmed. A call
-// granted at once leaves again (the channel lingers for the next).
-func (l *Lock) joinEarly(plan waitPlan) *waiters.Waiter {
+// published after its attempt was sent. A call granted at once leaves
+// again (the channel lingers for the next).
+//
+// Only a channel the client has already needs it, though: a new channel's
+// subscription confirmation wakes its waiters, so a call that finds none
+// attempts first, without touching the hub (an uncontended Lock), and
+// joins after a refusal with JoinAfter (after true), which signals it at
+// once if another waiter of the client created the channel meanwhile.
+func (l *Lock) joinEarly(plan waitPlan) (early *waiters.Waiter, after bool) {
 	if !plan.early || testJoinLate.Load() {
-		return nil
+		return nil, false
 	}
-	w, ok := l.c.hub.Join(plan.channel)
-	if !ok {
-		return nil // closed: the attempt reports it
+	w := l.c.hub.JoinIfListening(plan.channel)
+	if w == nil {
+		return nil, true // no channel yet, or closed (the attempt reports it)
 	}
 	if plan.prefer {
 		w.Prefer()
 	}
-	return w
+	return w, false
 }
 
 // waitAndRetry waits on w and attempts again until the owner holds the
@@ -296,6 +312,9 @@ func (l *Lock) retry(ctx context.Context, w *waiters.Waiter, ws *waitState, woke
 		w.PassOn()
 	case err == nil && out.forWriter:
 		w.PassOnToPreferred()
+	}
+	if hook := testHookRetried.Load(); hook != nil {
+		(*hook)(ctx)
 	}
 	out, err = ws.retryable(out, err)
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

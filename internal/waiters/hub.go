@@ -414,9 +414,54 @@ func (h *Hub) Join(channel string) (*Waiter, bool) {
 	if h.closed {
 		return nil, false
 	}
+	w, _ := h.joinLocked(channel)
+	return w, true
+}
+
+// JoinIfListening is Join for a channel the hub has already, with waiters
+// or lingering; it returns nil, registering nothing, when the hub has not
+// (or is closed). A caller that must not miss a message published after
+// its next attempt joins so before it; when the channel is missing, it
+// may attempt first and then JoinAfter.
+func (h *Hub) JoinIfListening(channel string) *Waiter {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed || h.topics[channel] == nil {
+		return nil
+	}
+	w, _ := h.joinLocked(channel)
+	return w
+}
+
+// JoinAfter is Join for a caller that found the channel missing
+// (JoinIfListening returned nil) and then attempted: a new channel's
+// subscription confirmation signals the waiter, so no message published
+// after the attempt is missed; but when the channel appeared meanwhile (a
+// waiter of the client joined it), a message it got may have gone to its
+// other waiters only, so the waiter gets a signal at once: the caller
+// tries again. It reports false, registering nothing, when the hub is
+// closed.
+func (h *Hub) JoinAfter(channel string) (*Waiter, bool) {
+	h.resolve(context.Background())
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, false
+	}
+	w, fresh := h.joinLocked(channel)
+	if !fresh {
+		w.signal()
+	}
+	return w, true
+}
+
+// joinLocked registers a waiter on channel (see Join) and reports whether
+// it created the channel's topic. h.mu must be held and h open.
+func (h *Hub) joinLocked(channel string) (*Waiter, bool) {
 	w := &Waiter{C: make(chan struct{}, 1), hub: h}
 	t := h.topics[channel]
-	if t == nil {
+	fresh := t == nil
+	if fresh {
 		t = h.newTopicLocked(channel)
 	}
 	w.topic = t
@@ -430,7 +475,7 @@ func (h *Hub) Join(channel string) (*Waiter, bool) {
 		}
 		t.missed = false
 	}
-	return w, true
+	return w, fresh
 }
 
 // newTopicLocked creates the topic of channel and queues its
@@ -739,11 +784,15 @@ func (h *Hub) passOnLocked(channel string, drop bool) {
 // Registers marks the waiter's channel as one whose waiters register
 // their client with the lock (a reentrant lock's): when the channel is
 // dropped, its last waiter long gone, the client is unregistered (see
-// SetDesignation), so that no release designates it meanwhile.
-func (w *Waiter) Registers() {
+// SetDesignation), so that no release designates it meanwhile; and a
+// closing client unregisters from it (see Registered). It reports false
+// when the hub is closed already: Registered may have been read without
+// the channel, and the caller must unregister its client itself.
+func (w *Waiter) Registers() bool {
 	w.hub.mu.Lock()
+	defer w.hub.mu.Unlock()
 	w.topic.registers = true
-	w.hub.mu.Unlock()
+	return !w.hub.closed
 }
 
 // SetDesignation makes the hub act on designations (see the package doc):

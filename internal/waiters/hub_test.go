@@ -327,3 +327,43 @@ func TestDesignatedReadUnlockWakesOneWriter(t *testing.T) {
 		probe.Leave()
 	})
 }
+
+// TestJoinIfListeningAndJoinAfter: JoinIfListening registers nothing and
+// subscribes nothing when the hub lacks the channel (an uncontended
+// read-write Lock touches no pub/sub), and joins a channel it has, with
+// waiters or lingering. JoinAfter, for a caller that found the channel
+// missing and then attempted, is woken by a new channel's confirmation,
+// and at once when the channel appeared meanwhile: a message published
+// after the caller's attempt may have gone to the channel's other waiters
+// only.
+func TestJoinIfListeningAndJoinAfter(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		h := newHub(t, b.NewClient(t))
+		defer h.Close()
+		ch := redistest.Name(t)
+		require.Nil(t, h.JoinIfListening(ch), "no channel yet")
+		require.Equal(t, waiters.Stats{}, h.Stats(), "nothing subscribed")
+
+		w1, ok := h.JoinAfter(ch) // a new channel: woken by its confirmation
+		require.True(t, ok)
+		require.True(t, signalled(w1), "signalled once the subscription is confirmed")
+		require.True(t, quiet(w1))
+
+		w2, ok := h.JoinAfter(ch) // the channel appeared after w2's look
+		require.True(t, ok)
+		require.True(t, signalled(w2), "a channel that appeared meanwhile wakes the late joiner at once")
+		w3 := h.JoinIfListening(ch)
+		require.NotNil(t, w3, "a channel with waiters")
+		require.True(t, quiet(w3), "joining a live subscription is not a wake-up")
+		require.Equal(t, 3, h.Stats().Waiters)
+
+		w1.Leave()
+		w2.Leave()
+		w3.Leave()
+		require.Equal(t, 1, h.Stats().Lingering)
+		w4 := h.JoinIfListening(ch)
+		require.NotNil(t, w4, "a lingering channel")
+		require.True(t, quiet(w4))
+		w4.Leave()
+	})
+}
