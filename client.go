@@ -123,7 +123,8 @@ func WithMaxPoll(d time.Duration) ClientOption {
 	}
 }
 
-// WithUnreachableTimeout sets how long a blocking Lock rides through
+// WithUnreachableTimeout sets how long a blocking Lock (and a waiting
+// semaphore Acquire) rides through
 // failures to reach Redis (timeouts, refused or broken connections, a
 // failover's LOADING or READONLY replies), in a row, before it gives up
 // and returns the last one wrapped in ErrUnreachable, even when its ctx has

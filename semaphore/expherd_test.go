@@ -273,3 +273,50 @@ func TestShortenedLeaseReachesWaiters(t *testing.T) {
 		require.NoError(t, <-done, "the waiter got the permit once its shortened lease passed")
 	})
 }
+
+// TestExpiryWatcherCallFailingStopsWatching: a client watches the nearest
+// expiry for its waiter (poll an hour); the holder's lease is then made
+// longer, so at the watched expiry the watcher's call reclaims nothing and
+// moves the watch to the new expiry, but every reply to it is lost. The
+// watcher ended at that failed call, while the key said its client
+// watched the new expiry: nobody reclaimed the permit when the lease
+// passed, and the waiter slept until its poll. A failed call is now tried
+// again (the script is safe to run twice) for as long as the watch's key
+// lives.
+func TestExpiryWatcherCallFailingStopsWatching(t *testing.T) {
+	redistest.Each(t, func(t *testing.T, b *redistest.Backend) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		name := redistest.Name(t)
+		proxy, rdb := b.NewProxiedClient(t, func(o *redis.Options) { o.ReadTimeout = 100 * time.Millisecond })
+		redistest.LoadScripts(t, rdb)
+		attempts := &expAttemptCounter{}
+		rdb.AddHook(attempts)
+		wc := clientOn(t, rdb)
+		waiter := newExp(t, wc, name, semaphore.WithPoll(time.Hour))
+		holder := newExp(t, clientOn(t, b.NewClient(t)), name)
+		_, err := holder.TrySetPermits(ctx, 1)
+		require.NoError(t, err)
+		p, err := holder.TryAcquire(ctx, semaphore.WithLease(400*time.Millisecond))
+		require.NoError(t, err)
+		require.NotNil(t, p)
+
+		done := make(chan error, 1)
+		go func() {
+			_, err := waiter.Acquire(ctx, semaphore.WithLease(time.Hour))
+			done <- err
+		}()
+		// The waiter's first attempt and its retry at its subscription's
+		// confirmation; then it sleeps (its poll is an hour): the next
+		// scripts this client sends are its watcher's, at the expiry
+		// 400 ms out.
+		require.Eventually(t, func() bool { return wc.Waiters().Waiters == 1 && attempts.n.Load() == 2 },
+			5*time.Second, time.Millisecond)
+		proxy.DropReplies("evalsha", 8)
+		ok, err := holder.UpdateLease(ctx, p.ID(), 1500*time.Millisecond)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.NoError(t, <-done, "the waiter got the permit once the longer lease passed")
+		require.Positive(t, proxy.Dropped(), "the watcher's call at the first expiry lost its replies")
+	})
+}

@@ -90,10 +90,13 @@ func acquireOptions(opts []AcquireOption) (acquireConfig, error) {
 // held permit; ctx's error when ctx ends first (a grant that raced with
 // it is given back); rlock.ErrClosed when the client closes;
 // rlock.ErrInvalidArgument for a bad option; rlock.ErrWrongType when the
-// counter holds something else; or the Redis client's error (an attempt
-// whose reply was lost is given back). A grant that no replica
-// acknowledged (replica sync, see the package doc) is given back and
-// tried again after a pause.
+// counter holds something else; an error wrapping rlock.ErrUnreachable
+// when Redis has not answered for the client's unreachable timeout
+// (rlock.WithUnreachableTimeout): failures to reach it are ridden through
+// until then, as a waiting Lock does (an attempt whose reply was lost is
+// given back first); or any other error of the Redis client. A grant that
+// no replica acknowledged (replica sync, see the package doc) is given
+// back and tried again after a pause.
 func (e *Expirable) Acquire(ctx context.Context, opts ...AcquireOption) (*Permit, error) {
 	ps, err := e.AcquireN(ctx, 1, opts...)
 	if err != nil {
@@ -130,8 +133,9 @@ func (e *Expirable) AcquireN(ctx context.Context, n int, opts ...AcquireOption) 
 		return nil, err
 	}
 	defer wc.exit()
+	var failed core.Outlive
 	ps, r, err := e.attemptN(ctx, cfg, n, waiting{register: true})
-	pause, err := e.s.undone(err)
+	pause, err := e.s.c.Outlive(&failed, e.s.name, err)
 	if err != nil || ps != nil {
 		return ps, err
 	}
@@ -142,7 +146,7 @@ func (e *Expirable) AcquireN(ctx context.Context, n int, opts ...AcquireOption) 
 		return nil, rlock.ErrClosed
 	}
 	defer w.Leave()
-	timer := time.NewTimer(e.wait(pause))
+	timer := time.NewTimer(e.s.wait(pause))
 	defer timer.Stop()
 	for {
 		select {
@@ -155,7 +159,7 @@ func (e *Expirable) AcquireN(ctx context.Context, n int, opts ...AcquireOption) 
 		}
 		last := wc.alone()
 		ps, r, err = e.attemptN(ctx, cfg, n, waiting{register: true, last: last})
-		if pause, err = e.s.undone(err); err != nil {
+		if pause, err = e.s.c.Outlive(&failed, e.s.name, err); err != nil {
 			return nil, err
 		}
 		if ps != nil {
@@ -175,7 +179,7 @@ func (e *Expirable) AcquireN(ctx context.Context, n int, opts ...AcquireOption) 
 			default:
 			}
 		}
-		timer.Reset(e.wait(pause))
+		timer.Reset(e.s.wait(pause))
 	}
 }
 
@@ -185,17 +189,6 @@ func checkPerCall(n int) error {
 		return fmt.Errorf("%w: %d permits in one call: want 1..%d", rlock.ErrInvalidArgument, n, MaxPermitsPerCall)
 	}
 	return nil
-}
-
-// wait is how long a waiter sleeps at most: the poll interval, or the
-// pause after an acquire undone for lack of replica acknowledgement when
-// pause is set. It does not wake at the nearest expiry itself: the
-// watching client does (see watching).
-func (e *Expirable) wait(pause bool) time.Duration {
-	if pause {
-		return min(e.s.poll, core.NotReplicatedPause)
-	}
-	return e.s.poll
 }
 
 // TryAcquire takes one permit if one is available now (after reclaiming

@@ -118,10 +118,14 @@ func checkN(what string, n int) error {
 // once it holds the permits; ctx's error when ctx ends first (a grant that
 // raced with the end of ctx is given back, so the caller holds nothing);
 // rlock.ErrClosed when the client closes; rlock.ErrInvalidArgument for
-// n <= 0; rlock.ErrWrongType when the key holds something else; or the
-// Redis client's error (the attempt it failed is undone if it ran, see
-// the package doc). A grant that no replica acknowledged (replica sync,
-// see the package doc) is given back and tried again after a pause.
+// n <= 0; rlock.ErrWrongType when the key holds something else; an error
+// wrapping rlock.ErrUnreachable when Redis has not answered for the
+// client's unreachable timeout (rlock.WithUnreachableTimeout): failures to
+// reach it are ridden through until then, as a waiting Lock does (an
+// attempt that failed is undone first if it ran, see the package doc); or
+// any other error of the Redis client. A grant that no replica
+// acknowledged (replica sync, see the package doc) is given back and
+// tried again after a pause.
 func (s *Semaphore) Acquire(ctx context.Context, n int) error {
 	if err := checkN("acquire", n); err != nil {
 		return err
@@ -137,8 +141,9 @@ func (s *Semaphore) Acquire(ctx context.Context, n int) error {
 		return err
 	}
 	defer wc.exit()
+	var failed core.Outlive
 	ok, _, err := s.attempt(ctx, n, waiting{register: true})
-	pause, err := s.undone(err)
+	pause, err := s.c.Outlive(&failed, s.name, err)
 	if err != nil || ok {
 		return err
 	}
@@ -148,10 +153,7 @@ func (s *Semaphore) Acquire(ctx context.Context, n int) error {
 		return rlock.ErrClosed
 	}
 	defer w.Leave()
-	timer := time.NewTimer(s.poll)
-	if pause {
-		timer.Reset(min(s.poll, core.NotReplicatedPause))
-	}
+	timer := time.NewTimer(s.wait(pause))
 	defer timer.Stop()
 	for {
 		select {
@@ -164,7 +166,7 @@ func (s *Semaphore) Acquire(ctx context.Context, n int) error {
 		}
 		last := wc.alone()
 		ok, left, err := s.attempt(ctx, n, waiting{register: true, last: last})
-		pause, err := s.undone(err)
+		pause, err := s.c.Outlive(&failed, s.name, err)
 		if err != nil {
 			return err
 		}
@@ -184,24 +186,18 @@ func (s *Semaphore) Acquire(ctx context.Context, n int) error {
 			default:
 			}
 		}
-		if pause {
-			timer.Reset(min(s.poll, core.NotReplicatedPause))
-		} else {
-			timer.Reset(s.poll)
-		}
+		timer.Reset(s.wait(pause))
 	}
 }
 
-// undone turns the failure of a waiting acquire's attempt that was undone
-// for lack of replica acknowledgement (rlock.ErrNotReplicated) into a
-// pause before the next attempt, as a waiting Lock does; any other error
-// is returned as it is.
-func (s *Semaphore) undone(err error) (bool, error) {
-	if !errors.Is(err, rlock.ErrNotReplicated) {
-		return false, err
+// wait is how long a waiting acquire sleeps at most: the poll interval,
+// or the pause core.Outlive gave after a failed attempt when that is set
+// and shorter.
+func (s *Semaphore) wait(pause time.Duration) time.Duration {
+	if pause > 0 {
+		return min(s.poll, pause)
 	}
-	s.c.Logger().Warn("rlock: semaphore acquire undone, no replica acknowledged it; trying again", "semaphore", s.name, "err", err)
-	return true, nil
+	return s.poll
 }
 
 // TryAcquire takes n permits if that many are available now, and reports

@@ -69,8 +69,12 @@ func (e *Expirable) watching(r attemptReply) {
 }
 
 // watch runs watcher w: at each expiry it reclaims and designates, until
-// the script says this client watches no more, a call fails (the
-// waiters' polls then reclaim), or the client closes.
+// the script says this client watches no more or the client closes. A
+// call that fails (its outcome unknown: it may have moved the watch to
+// the next expiry, which the lost reply named) is tried again, the script
+// being safe to run twice, at growing intervals (watchRetry) for as long
+// as the watch's key would outlive the expiry (the registration life);
+// then the key lapses and the waiters' polls reclaim.
 func (e *Expirable) watch(key handleKey, w *watcher) {
 	// endLocked takes w out of the map; w.mu must be held, so that no
 	// refusal moves an ended watcher's expiry unseen.
@@ -79,6 +83,7 @@ func (e *Expirable) watch(key handleKey, w *watcher) {
 		watchers.CompareAndDelete(key, w)
 	}
 	life := e.s.c.Life()
+	var failing time.Time // when the calls began to fail; zero while they succeed
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -113,8 +118,20 @@ func (e *Expirable) watch(key handleKey, w *watcher) {
 				to = t
 			}
 		}
-		if err == nil && next > 0 {
-			consider(time.UnixMilli(next))
+		switch {
+		case err == nil:
+			failing = time.Time{}
+			if next > 0 {
+				consider(time.UnixMilli(next))
+			}
+		case life.Err() == nil:
+			now := time.Now()
+			if failing.IsZero() {
+				failing = now
+			}
+			if now.Sub(failing) < e.s.live() {
+				consider(now.Add(watchRetry(now.Sub(failing))))
+			}
 		}
 		consider(w.later)
 		if !w.at.Equal(at) {
@@ -129,6 +146,12 @@ func (e *Expirable) watch(key handleKey, w *watcher) {
 		w.at = to
 		w.mu.Unlock()
 	}
+}
+
+// watchRetry is how long a watcher whose calls have failed for d waits
+// before it tries again: 50 ms, growing with d, at most 2 s.
+func watchRetry(d time.Duration) time.Duration {
+	return min(max(d/2, 50*time.Millisecond), 2*time.Second)
 }
 
 // watchOnce runs the watch's script once (see exp_watch.lua) and returns

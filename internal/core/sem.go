@@ -2,12 +2,14 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rlock-go/rlock/internal/base"
 	"github.com/rlock-go/rlock/internal/waiters"
 )
 
@@ -104,3 +106,43 @@ func (c *Client) RunSynced(ctx context.Context, s *redis.Script, keys []string, 
 // NotReplicatedPause is how long a waiting acquisition pauses after one
 // undone for lack of replica acknowledgement (as a waiting Lock does).
 const NotReplicatedPause = notReplicatedPause
+
+// Outlive is the state of a waiting synchronizer call (a semaphore's
+// Acquire) that outlives failed attempts as a waiting Lock does: its
+// zero value is ready.
+type Outlive struct {
+	fails int
+	since time.Time
+}
+
+// Outlive turns the failure err of a waiting call's attempt on what is
+// named into the pause before its next attempt, as a waiting Lock does:
+// an acquisition undone for lack of replica acknowledgement pauses
+// NotReplicatedPause; a transient Redis error (no reply, a broken
+// connection, a failover under way) pauses 10 ms, doubling to 1 s, until
+// Redis has not answered for the client's Unreachable duration, when an
+// error wrapping rlock.ErrUnreachable and err is returned. Any other error
+// is returned as it is. It returns 0 and nil for err nil.
+func (c *Client) Outlive(o *Outlive, what string, err error) (time.Duration, error) {
+	switch {
+	case err == nil:
+		o.fails, o.since = 0, time.Time{}
+		return 0, nil
+	case errors.Is(err, base.ErrNotReplicated):
+		c.logger().Warn("rlock: acquire undone, no replica acknowledged it; trying again", "name", what, "err", err)
+		return notReplicatedPause, nil
+	case transient(err):
+		now := time.Now()
+		if o.fails == 0 {
+			o.since = now
+		}
+		if d := now.Sub(o.since); d >= c.unreachable {
+			return 0, fmt.Errorf("%w: %q: no answer from Redis for %v: %w", base.ErrUnreachable, what, d.Round(time.Millisecond), err)
+		}
+		pause := min(transientPause<<min(o.fails, 10), transientPauseMax)
+		o.fails++
+		c.logger().Debug("rlock: attempt failed; trying again", "name", what, "err", err, "pause", pause)
+		return pause, nil
+	}
+	return 0, err
+}
