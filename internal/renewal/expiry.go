@@ -196,30 +196,36 @@ func (s *Scheduler) closeWatch() {
 }
 
 // due is the watch's timer: it delivers every bucket that has come due,
-// then sets the timer for the next.
+// then sets the timer for the next. Buckets due together (leases renewed
+// by different rounds, or added apart) are delivered as one.
 func (s *Scheduler) due() {
 	x := &s.watch
 	x.run.Lock()
 	defer x.run.Unlock()
+	var leases []*Lease
 	for {
 		now := time.Now().UnixNano()
+		leases = leases[:0]
 		x.mu.Lock()
 		if x.closed {
 			x.mu.Unlock()
 			return
 		}
 		x.timerAt = 0
-		if len(x.heap) == 0 || x.heap[0].at > now {
+		for len(x.heap) > 0 && x.heap[0].at <= now {
+			b := heap.Pop(&x.heap).(*bucket)
+			delete(x.buckets, b.at)
+			leases = append(leases, b.leases...)
+		}
+		if len(leases) == 0 {
 			if len(x.heap) > 0 {
 				s.setTimer(x.heap[0].at)
 			}
 			x.mu.Unlock()
 			return
 		}
-		b := heap.Pop(&x.heap).(*bucket)
-		delete(x.buckets, b.at)
 		x.mu.Unlock()
-		s.deliver(b)
+		s.deliver(leases)
 		if s.goneQ.Load() != nil {
 			s.mu.Lock()
 			s.unregisterGone()
@@ -228,13 +234,13 @@ func (s *Scheduler) due() {
 	}
 }
 
-// deliver goes through a bucket taken out of the heap: a lease whose until
+// deliver goes through leases taken out of the watch: a lease whose until
 // moved on joins its new bucket, one whose until has passed is reported
-// lost. A large bucket is shared out among several goroutines.
-func (s *Scheduler) deliver(b *bucket) {
-	n := len(b.leases)
+// lost. More than deliverShare leases are shared out among goroutines.
+func (s *Scheduler) deliver(leases []*Lease) {
+	n := len(leases)
 	if n <= deliverShare {
-		s.deliverPart(b, b.leases)
+		s.deliverPart(leases)
 		return
 	}
 	workers := min(deliverWorkers, (n+deliverShare-1)/deliverShare)
@@ -244,18 +250,19 @@ func (s *Scheduler) deliver(b *bucket) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.deliverPart(b, b.leases[lo:min(lo+per, n)])
+			s.deliverPart(leases[lo:min(lo+per, n)])
 		}()
 	}
-	s.deliverPart(b, b.leases[:min(per, n)])
+	s.deliverPart(leases[:min(per, n)])
 	wg.Wait()
 }
 
-// deliverPart delivers part of b, a chunk at a time. It takes s.watch.mu
-// only for the leases whose until moved on (to put them in their new
-// bucket): many deliverParts at once must not queue for it. The leases of
-// b are its own (unwatch leaves a bucket taken out of the heap alone).
-func (s *Scheduler) deliverPart(b *bucket, part []*Lease) {
+// deliverPart delivers part of the leases taken out of the watch, a chunk
+// at a time. It takes s.watch.mu only for the leases whose until moved on
+// (to put them in their new bucket): many deliverParts at once must not
+// queue for it. The leases of a bucket taken out of the heap are its
+// deliverer's own (unwatch leaves them alone).
+func (s *Scheduler) deliverPart(part []*Lease) {
 	x := &s.watch
 	var gone, moved []*Lease
 	for lo := 0; lo < len(part); lo += applyChunk {
