@@ -203,9 +203,10 @@ func (s *Scheduler) due() {
 	x.run.Lock()
 	defer x.run.Unlock()
 	var leases []*Lease
+	var taken []*bucket
 	for {
 		now := time.Now().UnixNano()
-		leases = leases[:0]
+		leases, taken = leases[:0], taken[:0]
 		x.mu.Lock()
 		if x.closed {
 			x.mu.Unlock()
@@ -216,6 +217,7 @@ func (s *Scheduler) due() {
 			b := heap.Pop(&x.heap).(*bucket)
 			delete(x.buckets, b.at)
 			leases = append(leases, b.leases...)
+			taken = append(taken, b)
 		}
 		if len(leases) == 0 {
 			if len(x.heap) > 0 {
@@ -226,6 +228,14 @@ func (s *Scheduler) due() {
 		}
 		x.mu.Unlock()
 		s.deliver(leases)
+		// A lease reported lost still points at its bucket (for unwatch,
+		// which leaves it alone): the bucket must not keep the others.
+		x.mu.Lock()
+		for _, b := range taken {
+			b.leases = nil
+		}
+		x.mu.Unlock()
+		clear(leases)
 		if s.goneQ.Load() != nil {
 			s.mu.Lock()
 			s.unregisterGone()
