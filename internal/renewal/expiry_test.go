@@ -67,3 +67,56 @@ func TestCohortsTrackEveryExpiry(t *testing.T) {
 		}
 	}
 }
+
+// The watch keeps every lease it was handed in the bucket of its until
+// (rounded up to watchGrain), through any mix of hand-overs and stops:
+// each bucket in the map and the heap, its leases pointing back at it,
+// and a stopped lease in none.
+func TestWatchTracksEveryLease(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	s := &Scheduler{}
+	defer s.closeWatch()
+	far := time.Now().Add(time.Hour).UnixNano() // the timer never fires
+	var live []*Lease
+	for range 5000 {
+		if rng.IntN(3) > 0 || len(live) == 0 {
+			l := &Lease{s: s}
+			l.armed.Store(true)
+			l.until.Store(far + rng.Int64N(int64(20*watchGrain)))
+			s.watch.mu.Lock()
+			s.watchLocked(l, l.until.Load())
+			s.watch.mu.Unlock()
+			live = append(live, l)
+			continue
+		}
+		i := rng.IntN(len(live))
+		live[i].end()
+		if live[i].wb != nil {
+			t.Fatal("a stopped lease is still watched")
+		}
+		live = append(live[:i], live[i+1:]...)
+	}
+	x := &s.watch
+	n := 0
+	for i, b := range x.heap {
+		if b.idx != i || x.buckets[b.at] != b || len(b.leases) == 0 {
+			t.Fatalf("bucket %d: idx %d, in map %v, %d leases", i, b.idx, x.buckets[b.at] == b, len(b.leases))
+		}
+		if i > 0 && x.heap[(i-1)/2].at > b.at {
+			t.Fatal("the heap is out of order")
+		}
+		for j, l := range b.leases {
+			g := int64(watchGrain)
+			if l.wb != b || l.wi != j || b.at != (l.until.Load()+g-1)/g*g {
+				t.Fatalf("lease %d of bucket %d is out of place", j, i)
+			}
+		}
+		n += len(b.leases)
+	}
+	if n != len(live) || len(x.buckets) != len(x.heap) {
+		t.Fatalf("%d leases watched in %d buckets (%d in the map), %d live", n, len(x.heap), len(x.buckets), len(live))
+	}
+	if x.timerAt == 0 || x.timerAt > x.heap[0].at {
+		t.Fatal("the timer is not set for the first bucket")
+	}
+}

@@ -372,13 +372,13 @@ func (lp *loop) apply(r *round) {
 				if now >= l.until.Load() {
 					// Ran out before the reply came: lost, whatever
 					// the reply says (Until never moves once passed);
-					// its timer or cohort reports it.
+					// the watch or its cohort reports it.
 					continue
 				}
 				l.base = r.sent
 				l.until.Store(renewedUntil)
 				l.lastErr.Store(nil)
-				if l.timer.Load() == nil {
+				if !l.armed.Load() {
 					s.moveTo(l, renewedTo)
 				}
 				renewed++

@@ -105,8 +105,8 @@ type Scheduler struct {
 
 	idle *sync.Cond // on mu; broadcast when a round's requests are answered
 
-	goneQ    atomic.Pointer[goneEntry] // leases their timers reported lost (see fire)
-	draining atomic.Bool               // a goroutine is unregistering them
+	watch watch                     // the leases the ticks handed over, by when they run out (see expiry.go)
+	goneQ atomic.Pointer[goneEntry] // leases the watch reported lost, to unregister (see deliverPart)
 }
 
 // Lease is one lock's registration with the scheduler.
@@ -122,16 +122,19 @@ type Lease struct {
 	// Guarded by s.mu.
 	pos        int       // index in s.all; -1 once no longer registered
 	base       time.Time // when the last successful renewal (or the acquire) was sent
-	c          *cohort   // runs out with it (see expiry.go); nil once timer is armed
+	c          *cohort   // runs out with it (see expiry.go); nil once armed
 	prev, next *Lease    // in c's list
 
 	// until is base + lease (unix ns), written under s.mu, read by anyone:
 	// it only moves on, and never once it has passed (see apply).
 	until atomic.Int64
-	// timer fires at until (re-armed if until moved on meanwhile) and
-	// reports the loss from its own goroutine; armed by the first tick
-	// that carries the lease, never reallocated (see expiry.go).
-	timer atomic.Pointer[time.Timer]
+	// armed is set (under s.mu) by the first tick that carries the
+	// lease, when it hands it from its cohort to the watch (see expiry.go).
+	armed atomic.Bool
+	// wb is the watch's bucket the lease is in, wi its index there;
+	// guarded by s.watch.mu.
+	wb *bucket
+	wi int
 	// over is set by whoever ends the registration first: Stop, Close,
 	// or the one report of its loss.
 	over atomic.Bool
@@ -257,11 +260,11 @@ func (l *Lease) Stop() {
 }
 
 // end marks the registration over, so that its loss is not reported, and
-// stops its timer.
+// takes it out of the watch.
 func (l *Lease) end() {
 	l.over.Store(true)
-	if t := l.timer.Load(); t != nil {
-		t.Stop()
+	if l.armed.Load() {
+		l.s.unwatch(l)
 	}
 }
 
@@ -300,6 +303,7 @@ func (s *Scheduler) Close() {
 		s.cancel()
 	}
 	s.mu.Unlock()
+	s.closeWatch()
 	s.wg.Wait()
 }
 
