@@ -3,6 +3,7 @@ package reentrant_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,7 +26,9 @@ import (
 // "exactly-once-floor" is the benchmarks module's exactly-once floor
 // (floor.RedissonAcquire and floor.RedissonReleaseOnce, a latch per
 // owner), the same way: "scripts" against it is what rlock's scripts cost
-// the server beyond the floor's.
+// the server beyond the floor's. server-µs/op is the time redis-server
+// spent running the scripts (INFO commandstats), less noisy on a shared
+// machine than ns/op.
 func BenchmarkClientCost(b *testing.B) {
 	ctx := context.Background()
 	be := redistest.Real(b)
@@ -44,6 +47,7 @@ func BenchmarkClientCost(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			resetStats(b, rdb)
 			for b.Loop() {
 				if err := l.TryLock(ctx); err != nil {
 					b.Fatal(err)
@@ -52,6 +56,7 @@ func BenchmarkClientCost(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			reportServerTime(b, rdb)
 		})
 	}
 	b.Run("scripts", func(b *testing.B) {
@@ -67,6 +72,7 @@ func BenchmarkClientCost(b *testing.B) {
 		unlockKeys := []string{name, base.Channel(name), base.DerivedKey(base.LatchPrefix, name), base.Waiters(name)}
 		lease := int64(30000)
 		n := uint64(0)
+		resetStats(b, rdb)
 		for b.Loop() {
 			if err := lua.Lock.EvalSha(ctx, rdb, lockKeys, lease, owner, 0, "0").Err(); err != nil {
 				b.Fatal(err)
@@ -77,6 +83,7 @@ func BenchmarkClientCost(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		reportServerTime(b, rdb)
 	})
 	b.Run("exactly-once-floor", func(b *testing.B) {
 		name := redistest.Name(b)
@@ -88,6 +95,7 @@ func BenchmarkClientCost(b *testing.B) {
 		owner := c.ID() + ":1"
 		keys := []string{name, base.Channel(name), base.DerivedKey(base.LatchPrefix, name) + ":" + owner}
 		n := uint64(0)
+		resetStats(b, rdb)
 		for b.Loop() {
 			if err := floor.RedissonAcquire.EvalSha(ctx, rdb, keys[:1], int64(30000), owner).Err(); err != redis.Nil {
 				b.Fatal(err)
@@ -98,5 +106,40 @@ func BenchmarkClientCost(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		reportServerTime(b, rdb)
 	})
+}
+
+func resetStats(b *testing.B, rdb *redis.Client) {
+	if err := rdb.ConfigResetStat(context.Background()).Err(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// serverUsec returns the time redis-server spent in EVALSHA since the
+// last CONFIG RESETSTAT, in µs.
+func serverUsec(rdb *redis.Client) float64 {
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(info, "\n") {
+		rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:")
+		if !ok {
+			continue
+		}
+		for _, f := range strings.Split(strings.TrimSpace(rest), ",") {
+			if v, ok := strings.CutPrefix(f, "usec="); ok {
+				usec, _ := strconv.ParseFloat(v, 64)
+				return usec
+			}
+		}
+	}
+	return 0
+}
+
+// reportServerTime reports the time redis-server spent in EVALSHA per op
+// since resetStats.
+func reportServerTime(b *testing.B, rdb *redis.Client) {
+	b.ReportMetric(serverUsec(rdb)/float64(b.N), "server-µs/op")
 }
