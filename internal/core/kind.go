@@ -147,6 +147,7 @@ const noBound time.Duration = 1<<63 - 1
 // newKind returns the kind of a lock called name configured by cfg.
 func newKind(name string, cfg LockConfig) kind {
 	h := hashLock{name: name, token: base.DerivedKey(base.TokenPrefix, name), fencing: boolArg(cfg.Fencing)}
+	h.lockKeys = []string{h.name, h.token}
 	switch cfg.Kind {
 	case Fair:
 		return &fairKind{hashLock: h, channel: base.Channel(name), queueTimeout: cfg.QueueTimeout, threadWait: cmp.Or(cfg.ThreadWait, DefaultThreadWait),
@@ -157,7 +158,10 @@ func newKind(name string, cfg LockConfig) kind {
 	case Write:
 		return &writeKind{rwLock: newRWLock(h), writerWait: cfg.WriterWait, writerWaitArg: cfg.WriterWait.Milliseconds()}
 	}
-	return &reentrantKind{hashLock: h, channel: base.Channel(name), registry: base.Waiters(name)}
+	k := &reentrantKind{hashLock: h, channel: base.Channel(name), registry: base.Waiters(name)}
+	k.latch = base.DerivedKey(base.LatchPrefix, name)
+	k.releaseKeys = []string{k.name, k.channel, k.latch, k.registry}
+	return k
 }
 
 // hashLock is what the kinds share: the lock hash called name, in which
@@ -165,7 +169,70 @@ func newKind(name string, cfg LockConfig) kind {
 type hashLock struct {
 	name    string
 	token   string // the fencing token counter's key
-	fencing string // boolArg: draw a token on a grant from free
+	fencing any    // boolArg: draw a token on a grant from free (a string, boxed once)
+	// lockKeys is the KEYS of a reentrant acquire that registers
+	// nothing, built once.
+	lockKeys []string
+}
+
+// msArg boxes a duration's milliseconds as a script argument, keeping the
+// last one boxed: a handle sends the same lease (and latch lifetime) over
+// and over, and boxing an int64 of 256 or more allocates. Safe for
+// concurrent use.
+type msArg struct{ last atomic.Pointer[boxedMs] }
+
+type boxedMs struct {
+	ms  int64
+	arg any
+}
+
+func (a *msArg) of(d time.Duration) any {
+	ms := d.Milliseconds()
+	if b := a.last.Load(); b != nil && b.ms == ms {
+		return b.arg
+	}
+	b := &boxedMs{ms: ms, arg: ms}
+	a.last.Store(b)
+	return b.arg
+}
+
+// stringArg is msArg for a string: a handle's calls are nearly all its own
+// owner's, whose field it boxes once.
+type stringArg struct{ last atomic.Pointer[boxedString] }
+
+type boxedString struct {
+	s   string
+	arg any
+}
+
+func (a *stringArg) of(s string) any {
+	if b := a.last.Load(); b != nil && b.s == s {
+		return b.arg
+	}
+	b := &boxedString{s: s, arg: s}
+	a.last.Store(b)
+	return b.arg
+}
+
+// The publish modes (see Client.publishArg), boxed once.
+var (
+	pubC  any = "c"
+	pubS  any = "s"
+	pubCS any = "cs"
+)
+
+// pubArg returns the publish mode pub as a script argument, boxed without
+// allocating for the modes there are.
+func pubArg(pub string) any {
+	switch pub {
+	case "c":
+		return pubC
+	case "s":
+		return pubS
+	case "cs":
+		return pubCS
+	}
+	return pub
 }
 
 func (k *hashLock) renew(field string, ttl time.Duration) scriptCall {
@@ -187,6 +254,14 @@ type reentrantKind struct {
 	hashLock
 	channel  string
 	registry string // the clients with waiting calls (base.Waiters)
+	latch    string // the lock's latch key (see Lock.latchOf)
+	// releaseKeys is a release's KEYS with the lock's latch, built once.
+	releaseKeys []string
+	// The last lease, latch lifetime and owner field sent, boxed: what
+	// the uncontended calls of a handle send again and again, so that a
+	// call allocates none of it.
+	leaseArg, ttlArg msArg
+	fieldArg         stringArg
 }
 
 // acquire: the registry is among the keys only when the call registers
@@ -194,15 +269,19 @@ type reentrantKind struct {
 // every key is where the call is sent).
 func (k *reentrantKind) acquire(field string, count int64, lease time.Duration, _ queueing, _ string, reg registration) scriptCall {
 	if reg.tag == "" {
-		return scriptCall{lua.Lock, []string{k.name, k.token}, []any{lease.Milliseconds(), field, count, k.fencing}}
+		return scriptCall{lua.Lock, k.lockKeys, []any{k.leaseArg.of(lease), k.fieldArg.of(field), count, k.fencing}}
 	}
 	return scriptCall{lua.Lock, []string{k.name, k.token, k.registry},
-		[]any{lease.Milliseconds(), field, count, k.fencing, reg.tag, reg.othersArg(), reg.poll.Milliseconds()}}
+		[]any{k.leaseArg.of(lease), k.fieldArg.of(field), count, k.fencing, reg.tag, reg.othersArg(), reg.poll.Milliseconds()}}
 }
 
 func (k *reentrantKind) release(field string, count int64, lease time.Duration, lt latch, pub string) scriptCall {
-	return scriptCall{lua.Unlock, []string{k.name, k.channel, lt.key, k.registry},
-		[]any{lease.Milliseconds(), field, count, base.UnlockMessage, lt.ttl.Milliseconds(), pub, lt.request, designations}}
+	keys := k.releaseKeys
+	if lt.key != k.latch {
+		keys = []string{k.name, k.channel, lt.key, k.registry}
+	}
+	return scriptCall{lua.Unlock, keys,
+		[]any{k.leaseArg.of(lease), k.fieldArg.of(field), count, base.UnlockMessage, k.ttlArg.of(lt.ttl), pubArg(pub), lt.request, designations}}
 }
 
 func (k *reentrantKind) forceUnlock(latch string, replay time.Duration, pub string) scriptCall {

@@ -149,7 +149,13 @@ func leaseRanOut(name string) error {
 // watch has the watchdog renew o's holds, counting the lease from sent,
 // and end hp as lost when renewal finds them gone.
 func (l *Lock) watch(o *ownerState, hp *holding, sent time.Time) *renewal.Lease {
-	w := l.c.wd.Add(l.name, o.key.field, sent, func(err error) { l.c.lost(o, hp, err) })
+	var fieldArg any
+	if o.key.field == l.ownKind {
+		fieldArg = l.ownKindArg // boxed once
+	} else {
+		fieldArg = o.key.field
+	}
+	w := l.c.wd.AddBoxed(l.name, o.key.field, l.nameArg, fieldArg, sent, func(err error) { l.c.lost(o, hp, err) })
 	if hp != nil {
 		hp.watch.Store(w)
 	}

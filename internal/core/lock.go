@@ -68,6 +68,13 @@ type Lock struct {
 	// share it.
 	gate      *Gate
 	exclusive bool // takes the gate's exclusive pass (every kind but Read)
+	// nameArg and ownKindArg are name and ownKind boxed once, for the
+	// watchdog's registrations (see watch).
+	nameArg, ownKindArg any
+	// spare is the state of the handle's own owner on this lock once the
+	// client forgot it, for its next call to take up (see Client.owner);
+	// guarded by the client's mu.
+	spare *ownerState
 }
 
 // NewLock returns the engine of a handle on the lock called name. It does
@@ -88,7 +95,7 @@ func (c *Client) NewLock(name string, cfg LockConfig) (*Lock, error) {
 	id := "#" + strconv.FormatUint(c.handles.Add(1), 10)
 	k := newKind(name, cfg)
 	own := c.id + ":" + id
-	return &Lock{
+	l := &Lock{
 		c:         c,
 		name:      name,
 		lease:     cfg.Lease,
@@ -96,10 +103,13 @@ func (c *Client) NewLock(name string, cfg LockConfig) (*Lock, error) {
 		ownerID:   id,
 		ownField:  own,
 		ownKind:   k.field(own),
+		nameArg:   name,
 		latch:     base.DerivedKey(base.LatchPrefix, name),
 		gate:      NewGate(),
 		exclusive: cfg.Kind != Read,
-	}, nil
+	}
+	l.ownKindArg = l.ownKind
+	return l, nil
 }
 
 // NewRWLock returns the engines of the read and the write handle of the
@@ -117,6 +127,7 @@ func (c *Client) NewRWLock(name string, read, write LockConfig) (r, w *Lock, err
 	}
 	w.ownerID, w.ownField, w.gate = r.ownerID, r.ownField, r.gate
 	w.ownKind = w.kind.field(w.ownField)
+	w.ownKindArg = w.ownKind
 	return r, w, nil
 }
 
@@ -159,6 +170,15 @@ func (l *Lock) TryLockLease(ctx context.Context, lease time.Duration) error {
 	return l.lock(ctx, false, lease)
 }
 
+// home returns l if field is the field of the handle's own owner, nil
+// otherwise (see Client.owner).
+func (l *Lock) home(field string) *Lock {
+	if field == l.ownKind {
+		return l
+	}
+	return nil
+}
+
 // field returns the hash field of the caller's owner's holds of this kind.
 func (l *Lock) field(ctx context.Context) (string, error) {
 	owner, err := l.Owner(ctx)
@@ -183,7 +203,7 @@ func (l *Lock) lock(ctx context.Context, wait bool, lease time.Duration) error {
 	if err != nil {
 		return err
 	}
-	o := l.c.owner(l.name, field)
+	o := l.c.owner(l.home(field), l.name, field)
 	defer l.c.putOwner(o)
 	if wait {
 		err = l.wait(ctx, o, lease)

@@ -42,6 +42,11 @@ type ownerState struct {
 	held    atomic.Bool             // count > 0, readable without sem
 	holding atomic.Pointer[holding] // the current (or last) holding
 	waiting atomic.Int32            // the owner's Lock calls waiting (see Lock.wait)
+
+	// home is the handle whose own owner this is (nil for an explicit
+	// owner): once forgotten, the state waits in home.spare for that
+	// owner's next call (see Client.owner). Set at creation.
+	home *Lock
 }
 
 // acquire takes o's semaphore, or returns ctx's error if ctx ends first.
@@ -87,18 +92,40 @@ func (o *ownerState) stopRenewal(err error) {
 }
 
 // owner returns the state of the owner field on the lock name, creating
-// it, and counts the caller as a user until it calls c.putOwner.
-func (c *Client) owner(name, field string) *ownerState {
+// it, and counts the caller as a user until it calls c.putOwner. home is
+// the handle whose own owner field is field, or nil: its owner's state,
+// forgotten after each holding, is kept by the handle and taken up again
+// (see home.spare), which spares an uncontended lock+unlock two
+// allocations.
+func (c *Client) owner(home *Lock, name, field string) *ownerState {
 	k := ownerKey{name, field}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	o := c.owners[k]
 	if o == nil {
-		o = &ownerState{key: k, sem: make(chan struct{}, 1)}
+		if home != nil && home.spare != nil {
+			o, home.spare = home.spare, nil
+			o.reset()
+		} else {
+			o = &ownerState{key: k, sem: make(chan struct{}, 1), home: home}
+		}
 		c.owners[k] = o
 	}
 	o.refs++
 	return o
+}
+
+// reset makes a forgotten state (see forgetLocked) what a new one would
+// be: nobody uses it (its semaphore is free, no settle runs) and it
+// leaves nothing to settle. Whatever still refers to it from an earlier
+// holding (a watchdog registration's or a lease timer's report of loss)
+// acts on that holding, which is no longer the state's (see
+// forgetLostLocked). c.mu must be held.
+func (o *ownerState) reset() {
+	o.count, o.unsure, o.unsureUntil = 0, false, time.Time{}
+	o.settling, o.resend, o.lease, o.watch = false, false, 0, nil
+	o.held.Store(false)
+	o.holding.Store(nil)
 }
 
 // retain counts one more user of o, which the caller already uses.
@@ -124,6 +151,9 @@ func (c *Client) putOwner(o *ownerState) {
 func (c *Client) forgetLocked(o *ownerState) {
 	if o.refs == 0 && !o.unsure && (o.count == 0 || o.ended()) && c.owners[o.key] == o {
 		delete(c.owners, o.key)
+		if o.home != nil && !o.settler.Load() && o.waiting.Load() == 0 {
+			o.home.spare = o
+		}
 	}
 }
 

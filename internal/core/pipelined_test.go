@@ -35,7 +35,7 @@ func TestToSettleAgreesWithPrepare(t *testing.T) {
 						name := fmt.Sprintf("unsure=%v,resend=%v,retrying=%v,count=%d,ended=%v", unsure, resend, retrying, count, ended)
 						l, err := c.NewLock(redistest.Name(t)+":"+name, LockConfig{Kind: Reentrant, Lease: base.WatchdogMode})
 						require.NoError(t, err)
-						o := c.owner(l.name, l.ownField)
+						o := c.owner(nil, l.name, l.ownField)
 						require.NoError(t, o.acquire(ctx))
 						o.unsure, o.resend = unsure, resend
 						o.setCount(count)

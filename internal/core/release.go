@@ -44,7 +44,7 @@ func (l *Lock) lockOwner(ctx context.Context) (*ownerState, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := l.c.owner(l.name, field)
+	o := l.c.owner(l.home(field), l.name, field)
 	if err := o.acquire(ctx); err != nil {
 		l.c.putOwner(o)
 		return nil, l.ctxErr(ctx)

@@ -26,7 +26,7 @@ func TestNoHooksNoAllocations(t *testing.T) {
 			defer c.Close()
 			l, err := c.NewLock("allocs", LockConfig{})
 			require.NoError(t, err)
-			o := c.owner(l.name, l.ownField)
+			o := c.owner(nil, l.name, l.ownField)
 			defer c.putOwner(o)
 			hp := newHolding(0)
 			ws := &waitState{l: l, o: o}

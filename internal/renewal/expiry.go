@@ -409,7 +409,15 @@ func (s *Scheduler) register(l *Lease, expires time.Time) bool {
 	c := s.lastAdd
 	earlier := false
 	if c == nil || c.idx < 0 || expires.Before(c.expires) || expires.Sub(c.expires) > addMerge {
-		c = newCohort(expires)
+		if c != nil && c.idx < 0 && c.n == 0 {
+			// The latest Add's cohort, emptied and out of the heap: only
+			// lastAdd refers to it (see leave and popExpired), so it
+			// serves again, sparing a lock held and released over and
+			// over an allocation per Add.
+			c.expires, c.head = expires, nil
+		} else {
+			c = newCohort(expires)
+		}
 		heap.Push(&s.cohorts, c)
 		s.lastAdd = c
 		earlier = c.idx == 0

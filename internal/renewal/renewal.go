@@ -211,7 +211,15 @@ func (s *Scheduler) Interval() time.Duration { return s.interval }
 // registration ends with Stop, with loss, or with Close. Add after Close
 // reports lost at once with base.ErrClosed.
 func (s *Scheduler) Add(key, field string, sent time.Time, lost func(error)) *Lease {
-	l := &Lease{s: s, key: key, field: field, keyArg: key, fieldArg: field, lost: lost, pos: -1, base: sent}
+	return s.AddBoxed(key, field, key, field, sent, lost)
+}
+
+// AddBoxed is Add with key and field also given as the any values the
+// renewal commands carry (keyArg must hold key, fieldArg field): a caller
+// that registers the same key and field again and again boxes them once,
+// sparing each Add two allocations.
+func (s *Scheduler) AddBoxed(key, field string, keyArg, fieldArg any, sent time.Time, lost func(error)) *Lease {
+	l := &Lease{s: s, key: key, field: field, keyArg: keyArg, fieldArg: fieldArg, lost: lost, pos: -1, base: sent}
 	if s.route.slotted() {
 		l.slot = base.Slot(key)
 	}
