@@ -32,32 +32,7 @@ if stored == '1' and tonumber(ARGV[3]) == 1 then
   head = redis.call('LINDEX', KEYS[2], 0)
 end
 if head ~= nil then -- the last hold; head is false for an empty queue
-  local record = ARGV[8] and '\n' .. ARGV[8] or '1'
-  local latched = redis.call('SET', KEYS[4], record, 'PX', ARGV[5], 'GET')
-  if ARGV[8] and latched then -- ran_by and set_latch, inlined (a record without a request counts only when no hold is left)
-    local at = string.find(latched, record, 1, true)
-    while at do
-      local after = at + #record
-      if after > #latched or string.byte(latched, after) == 10 then
-        redis.call('SET', KEYS[4], latched, 'PX', ARGV[5]) -- a copy of a release that ran
-        return {1, 0}
-      end
-      at = string.find(latched, record, at + 1, true)
-    end
-    if #latched > 48 * #record then
-      local cut = 0
-      for _ = 1, 32 do
-        cut = string.find(latched, '\n', cut + 1, true)
-        if not cut then
-          break
-        end
-      end
-      if cut then
-        latched = string.sub(latched, 1, cut - 1)
-      end
-    end
-    redis.call('APPEND', KEYS[4], latched)
-  end
+  --@latch_fast KEYS[4] ARGV[8] ARGV[5]
   redis.call('DEL', KEYS[1])
   if head == false then
     return 1 -- {1, 0}: a bare integer costs Redis less than a table

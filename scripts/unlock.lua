@@ -41,32 +41,7 @@ local stored = redis.call('HGET', KEYS[1], ARGV[2])
 local registered = KEYS[4] ~= nil and (tonumber(ARGV[8]) or 0) > 0 and redis.call('EXISTS', KEYS[4]) == 1
 local last = stored == '1' and tonumber(ARGV[3]) == 1
 if last then
-  local record = ARGV[7] and '\n' .. ARGV[7] or '1'
-  local latched = redis.call('SET', KEYS[3], record, 'PX', ARGV[5], 'GET')
-  if ARGV[7] and latched then -- ran_by and set_latch, inlined (a record without a request counts only when no hold is left)
-    local at = string.find(latched, record, 1, true)
-    while at do
-      local after = at + #record
-      if after > #latched or string.byte(latched, after) == 10 then
-        redis.call('SET', KEYS[3], latched, 'PX', ARGV[5]) -- a copy of a release that ran
-        return {1, 0}
-      end
-      at = string.find(latched, record, at + 1, true)
-    end
-    if #latched > 48 * #record then
-      local cut = 0
-      for _ = 1, 32 do
-        cut = string.find(latched, '\n', cut + 1, true)
-        if not cut then
-          break
-        end
-      end
-      if cut then
-        latched = string.sub(latched, 1, cut - 1)
-      end
-    end
-    redis.call('APPEND', KEYS[3], latched)
-  end
+  --@latch_fast KEYS[3] ARGV[7] ARGV[5]
   redis.call('DEL', KEYS[1])
   if not registered then
     if ARGV[6] ~= 's' then

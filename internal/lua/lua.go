@@ -13,11 +13,47 @@ import (
 )
 
 func src(name string) string {
+	return code(inline(file(name)))
+}
+
+// file returns the embedded file name.lua.
+func file(name string) string {
 	b, err := fs.ReadFile(scripts.Files(), name+".lua")
 	if err != nil {
 		panic("lua: script " + name + " is not embedded") // a build error, caught by every test
 	}
-	return code(string(b))
+	return string(b)
+}
+
+// latchFastMark starts a line of a release script's fast path that stands
+// for latch_fast.lua (see there) with its latch key, request ID and ttl
+// filled in: "--@latch_fast KEYS[3] ARGV[7] ARGV[5]". One source serves
+// every kind's fast path, which can define no prelude function.
+const latchFastMark = "--@latch_fast"
+
+var latchFast = file("latch_fast")
+
+// inline replaces each latchFastMark line of lua by latch_fast.lua, indented
+// as the line and with its names filled in.
+func inline(lua string) string {
+	var b strings.Builder
+	for line := range strings.Lines(lua) {
+		t := strings.TrimSpace(line)
+		if !strings.HasPrefix(t, latchFastMark+" ") {
+			b.WriteString(line)
+			continue
+		}
+		names := strings.Fields(strings.TrimPrefix(t, latchFastMark))
+		if len(names) != 3 {
+			panic("lua: " + t + ": want a latch key, a request ID and a ttl") // a build error, caught by every test
+		}
+		indent := line[:len(line)-len(strings.TrimLeft(line, " "))]
+		fill := strings.NewReplacer("@LATCH", names[0], "@REQUEST", names[1], "@TTL", names[2])
+		for l := range strings.Lines(code(latchFast)) {
+			b.WriteString(indent + fill.Replace(l))
+		}
+	}
+	return b.String()
 }
 
 // code returns the Lua source lua without its comment lines and blank
