@@ -132,17 +132,30 @@ func (c *Client) Outlive(o *Outlive, what string, err error) (time.Duration, err
 		c.logger().Warn("rlock: acquire undone, no replica acknowledged it; trying again", "name", what, "err", err)
 		return notReplicatedPause, nil
 	case transient(err):
-		now := time.Now()
-		if o.fails == 0 {
-			o.since = now
+		pause, gone := o.transient(c, what, err)
+		if gone != nil {
+			return 0, gone
 		}
-		if d := now.Sub(o.since); d >= c.unreachable {
-			return 0, fmt.Errorf("%w: %q: no answer from Redis for %v: %w", base.ErrUnreachable, what, d.Round(time.Millisecond), err)
-		}
-		pause := min(transientPause<<min(o.fails, 10), transientPauseMax)
-		o.fails++
 		c.logger().Debug("rlock: attempt failed; trying again", "name", what, "err", err, "pause", pause)
 		return pause, nil
 	}
 	return 0, err
+}
+
+// transient counts the transient failure err of an attempt on what and
+// returns the pause before the next one: 10 ms, doubling to 1 s; or,
+// once Redis has not answered for c's unreachable timeout, an error
+// wrapping rlock.ErrUnreachable and err. A waiting Lock and a waiting
+// synchronizer call share it.
+func (o *Outlive) transient(c *Client, what string, err error) (time.Duration, error) {
+	now := time.Now()
+	if o.fails == 0 {
+		o.since = now
+	}
+	if d := now.Sub(o.since); d >= c.unreachable {
+		return 0, fmt.Errorf("%w: %q: no answer from Redis for %v: %w", base.ErrUnreachable, what, d.Round(time.Millisecond), err)
+	}
+	pause := min(transientPause<<min(o.fails, 10), transientPauseMax)
+	o.fails++
+	return pause, nil
 }

@@ -383,13 +383,12 @@ const (
 // transient error (reported with ctx's error if ctx ends before a grant),
 // and how many came in a row.
 type waitState struct {
-	l     *Lock
-	o     *ownerState
-	req   request
-	plan  waitPlan
-	last  error
-	fails int
-	since time.Time // the first of the transient failures in a row
+	l      *Lock
+	o      *ownerState
+	req    request
+	plan   waitPlan
+	last   error
+	failed Outlive // the transient failures in a row
 
 	waited bool // it waited for a release (for its acquire event)
 	woken  bool // its last attempt followed a wake-up
@@ -403,22 +402,17 @@ func (ws *waitState) retryable(out outcome, err error) (outcome, error) {
 	l := ws.l
 	switch {
 	case err == nil:
-		ws.fails, ws.since = 0, time.Time{}
+		ws.failed = Outlive{}
 		return out, nil
 	case errors.Is(err, base.ErrNotReplicated):
 		l.c.logger().Warn("rlock: acquisition undone, no replica acknowledged it; trying again", "lock", l.name, "owner", ws.o.key.field, "err", err)
 		return pausedFor(notReplicatedPause), nil
 	case transient(err):
 		ws.last = err
-		now := time.Now()
-		if ws.fails == 0 {
-			ws.since = now
+		pause, gone := ws.failed.transient(l.c, l.name, err)
+		if gone != nil {
+			return out, gone
 		}
-		if d := now.Sub(ws.since); d >= l.c.unreachable {
-			return out, fmt.Errorf("%w: %q: no answer from Redis for %v: %w", base.ErrUnreachable, l.name, d.Round(time.Millisecond), err)
-		}
-		pause := min(transientPause<<min(ws.fails, 10), transientPauseMax)
-		ws.fails++
 		l.c.logger().Debug("rlock: attempt failed; trying again", "lock", l.name, "owner", ws.o.key.field, "err", err, "pause", pause)
 		return pausedFor(pause), nil
 	}
